@@ -1,0 +1,114 @@
+"""Splitting a document into chunks, keeping each chunk's heading path. Pure.
+
+Sizes are in tokens of the embedding model's tokenizer when one is given (``count``), so a chunk
+fits the model's window; without one, a word/character estimate is used (CJK characters count
+one each, other words one each).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\uff1b])\s*")  # also CJK full stop, !, ?, ;
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    number: int
+    text: str
+    heading_path: tuple[str, ...]
+
+
+def estimate_tokens(text: str) -> int:
+    cjk = len(_CJK.findall(text))
+    words = len(_CJK.sub(" ", text).split())
+    return cjk + words
+
+
+def _units(text: str) -> list[str]:
+    """Sentence-ish units: lines, and sentences within long lines (CJK and Latin punctuation)."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        if para:
+            out.extend(s for s in _SENTENCE_END.split(para) if s.strip())
+    return out
+
+
+def chunk_text(
+    text: str,
+    *,
+    size: int = 200,
+    overlap: int = 40,
+    count: Callable[[str], int] = estimate_tokens,
+) -> list[Chunk]:
+    """Chunks of at most about ``size`` tokens, the last ``overlap`` tokens repeated in the next.
+
+    Markdown headings (``#``..``######``) start a new chunk and set its heading path.
+    """
+    if size < 16 or not 0 <= overlap < size // 2:
+        raise ValueError(f"need size >= 16 and 0 <= overlap < size/2, got {size}/{overlap}")
+    chunks: list[Chunk] = []
+    path: list[str] = []
+    buf: list[str] = []
+
+    def flush() -> None:
+        if buf:
+            chunks.append(Chunk(len(chunks), " ".join(buf).strip(), tuple(path)))
+
+    sections: list[tuple[tuple[str, ...], list[str]]] = [((), [])]
+    for line in text.splitlines():
+        m = _HEADING.match(line)
+        if m:
+            level, title = len(m.group(1)), m.group(2)
+            path = [*path[: level - 1], title]
+            sections.append((tuple(path), []))
+        else:
+            sections[-1][1].append(line)
+    for heading, lines in sections:
+        path = list(heading)
+        units = _units("\n".join(lines))
+        buf = []
+        used = 0
+        for unit in units:
+            n = count(unit)
+            if n > size:  # one very long sentence: hard-split by words/characters
+                for piece in _hard_split(unit, size, count):
+                    if buf:
+                        flush()
+                        buf = []
+                    chunks.append(Chunk(len(chunks), piece, tuple(path)))
+                used = 0
+                continue
+            if used + n > size and buf:
+                flush()
+                tail: list[str] = []
+                kept = 0
+                for u in reversed(buf):
+                    c = count(u)
+                    if kept + c > overlap:
+                        break
+                    tail.insert(0, u)
+                    kept += c
+                buf, used = tail, kept
+            buf.append(unit)
+            used += n
+        flush()
+    return chunks
+
+
+def _hard_split(unit: str, size: int, count: Callable[[str], int]) -> list[str]:
+    pieces: list[str] = []
+    cur = ""
+    for tok in re.findall(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|\S+\s*", unit):
+        if cur and count(cur + tok) > size:
+            pieces.append(cur.strip())
+            cur = ""
+        cur += tok
+    if cur.strip():
+        pieces.append(cur.strip())
+    return pieces

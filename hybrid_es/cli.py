@@ -1,0 +1,356 @@
+"""The ``hybrid-es`` command line (typer + rich).
+
+The CLI is an operator tool: ``--tenant``/``--user``/``--group`` stand in for the authenticated
+context that an application hands to the library.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hybrid_es.errors import HybridEsError, TemplateConflictError
+from hybrid_es.searcher import FusionMode
+from hybrid_es.settings import Settings
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Permission-safe hybrid retrieval for Elasticsearch.",
+)
+console = Console()
+err_console = Console(stderr=True)
+_state: dict[str, bool] = {"debug": False}
+
+
+@app.callback()
+def _root(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False) -> None:
+    _state["debug"] = debug
+
+
+def _settings() -> Settings:
+    return Settings()
+
+
+def _client(settings: Settings) -> Any:
+    from hybrid_es.client import make_client
+
+    return make_client(settings)
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+# -- bootstrap -------------------------------------------------------------------------------
+
+
+@app.command()
+def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Probe the cluster and print what it can do."""
+    from hybrid_es.capabilities import probe
+
+    s = _settings()
+    caps = probe(_client(s), url=s.redacted_url())
+    if as_json:
+        _emit_json(caps.model_dump())
+        return
+    _print_caps(caps, s)
+
+
+def _print_caps(caps: Any, s: Settings) -> None:
+    t = Table(title=f"Capabilities of {s.redacted_url()}", show_header=True)
+    t.add_column("capability")
+    t.add_column("value")
+    for k, v in caps.rows():
+        t.add_row(k, v)
+    console.print(t)
+    for note in caps.notes:
+        console.print(f"  note: {note}", style="dim", markup=False, highlight=False)
+
+
+@app.command()
+def bootstrap(
+    force: Annotated[bool, typer.Option(help="Overwrite installed templates that differ.")] = False,
+    check: Annotated[
+        bool, typer.Option(help="Only compare installed objects with the files.")
+    ] = False,
+    tenant: Annotated[
+        list[str] | None, typer.Option(help="Install the reader role for a tenant.")
+    ] = None,
+    kibana: Annotated[
+        str | None, typer.Option(help="Kibana URL to import saved objects into.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Install templates, indices and roles idempotently, then print the capability report."""
+    from hybrid_es.bootstrap import bootstrap as run_bootstrap
+    from hybrid_es.capabilities import probe
+
+    s = _settings()
+    client = _client(s)
+    caps = probe(client, url=s.redacted_url())
+    try:
+        report = run_bootstrap(
+            client, caps, s, force=force, check=check, tenants=tuple(tenant or ())
+        )
+    except TemplateConflictError as exc:
+        for name, d in exc.diffs.items():
+            err_console.print(f"[bold]{name}[/bold] differs:")
+            err_console.print(d, markup=False, highlight=False)
+        raise
+    imported = None
+    if kibana and not check:
+        from hybrid_es.kibana import import_saved_objects
+
+        imported = import_saved_objects(kibana, s)
+    if as_json:
+        _emit_json(
+            {
+                "capabilities": caps.model_dump(),
+                "applied": report.applied,
+                "actions": [
+                    {"kind": a.kind, "name": a.name, "status": a.status, "diff": a.diff}
+                    for a in report.actions
+                ],
+                "kibana": imported,
+            }
+        )
+    else:
+        t = Table(title="check" if check else "bootstrap")
+        for c in ("kind", "name", "status"):
+            t.add_column(c)
+        for a in report.actions:
+            style = {
+                "create": "green",
+                "update": "yellow",
+                "missing": "red",
+                "conflict": "red",
+            }.get(a.status, "")
+            t.add_row(a.kind, a.name, f"[{style}]{a.status}[/{style}]" if style else a.status)
+        console.print(t)
+        if imported is not None:
+            console.print(f"Kibana: imported {imported} saved object(s)")
+        _print_caps(caps, s)
+    if check and any(a.status in ("missing", "conflict") for a in report.actions):
+        raise typer.Exit(1)
+
+
+# -- ingest ----------------------------------------------------------------------------------
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A JSONL file of documents.")],
+    tenant: Annotated[str | None, typer.Option(help="Tenant for documents that name none.")] = None,
+    embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
+    fail_fast: Annotated[bool, typer.Option(help="Stop at the first bad line.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Validate and chunk only; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
+    from hybrid_es.embedder import make_embedder
+    from hybrid_es.indexer import Ingestor, build_chunk_records
+    from hybrid_es.loaders import LoadReport, load_jsonl
+
+    s = _settings()
+    t0 = time.perf_counter()
+    load = LoadReport()
+    docs = list(load_jsonl(path, report=load, tenant=tenant, fail_fast=fail_fast))
+    for e in load.errors:
+        err_console.print(f"[red]skipped[/red] {e}")
+    if dry_run:
+        from datetime import UTC, datetime
+
+        n = sum(
+            len(build_chunk_records(d, now=datetime.now(UTC), embedding_model="dry-run"))
+            for d in docs
+        )
+        summary: dict[str, Any] = {
+            "documents": len(docs),
+            "chunks": n,
+            "bad_lines": len(load.errors),
+        }
+    else:
+        emb = make_embedder(embedder or s.embedder)
+        ing = Ingestor(_client(s), emb, index=s.chunks_index)
+        with Progress(
+            TextColumn("ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            disable=as_json,
+        ) as bar:
+            task = bar.add_task("docs", total=len(docs))
+            rep = ing.ingest(docs, progress=lambda n: bar.advance(task, n))
+        summary = {
+            "documents": rep.documents,
+            "chunks": rep.chunks,
+            "skipped_unchanged": rep.skipped_unchanged,
+            "superseded": rep.superseded,
+            "removed_chunks": rep.removed_chunks,
+            "failed": len(rep.failed),
+            "bad_lines": len(load.errors),
+            "watermarks": rep.watermarks,
+        }
+    summary["seconds"] = round(time.perf_counter() - t0, 2)
+    if as_json:
+        _emit_json(summary)
+    else:
+        t = Table(title=f"ingest {path}")
+        t.add_column("what")
+        t.add_column("value", justify="right")
+        for k, v in summary.items():
+            t.add_row(k, str(v))
+        console.print(t)
+    if load.errors:
+        raise typer.Exit(1)
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="The question.")],
+    tenant: Annotated[str, typer.Option(help="Caller's tenant.")],
+    user: Annotated[str, typer.Option(help="Caller's user id.")] = "cli",
+    group: Annotated[list[str] | None, typer.Option(help="Caller's groups.")] = None,
+    as_of: Annotated[
+        str | None, typer.Option(help="Date the question is about (YYYY-MM-DD).")
+    ] = None,
+    stay: Annotated[
+        str | None, typer.Option(help="Stay dates FROM..TO (YYYY-MM-DD..YYYY-MM-DD).")
+    ] = None,
+    booking: Annotated[list[str] | None, typer.Option(help="Booking scope.")] = None,
+    prop: Annotated[list[str] | None, typer.Option("--property", help="Property scope.")] = None,
+    source_type: Annotated[list[str] | None, typer.Option(help="Allowed source types.")] = None,
+    jurisdiction: Annotated[list[str] | None, typer.Option(help="Jurisdictions.")] = None,
+    historical: Annotated[bool, typer.Option(help="Admit superseded versions.")] = False,
+    top_k: Annotated[int, typer.Option(help="Hits to return.")] = 5,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
+    fusion: Annotated[str | None, typer.Option(help="auto | native | client")] = None,
+    embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Hybrid search with a provenance table."""
+    from hybrid_es.embedder import make_embedder
+    from hybrid_es.models import Principal, RequestScope
+    from hybrid_es.reranker import CrossEncoderReranker
+    from hybrid_es.searcher import HybridSearcher
+
+    s = _settings()
+    stay_from = stay_to = None
+    if stay:
+        a, _, b = stay.partition("..")
+        try:
+            stay_from, stay_to = date.fromisoformat(a), date.fromisoformat(b)
+        except ValueError as exc:
+            raise typer.BadParameter("use --stay YYYY-MM-DD..YYYY-MM-DD") from exc
+    scope = RequestScope(
+        as_of=date.fromisoformat(as_of) if as_of else None,
+        stay_from=stay_from,
+        stay_to=stay_to,
+        booking_ids=tuple(booking or ()),
+        property_ids=tuple(prop or ()),
+        source_types=tuple(source_type or ()),
+        jurisdictions=tuple(jurisdiction or ()),
+        historical=historical,
+    )
+    principal = Principal(tenant=tenant, user_id=user, groups=tuple(group or ()))
+    reranker = CrossEncoderReranker(s.reranker_model) if s.reranker_model else None
+    searcher = HybridSearcher(
+        _client(s),
+        make_embedder(embedder or s.embedder),
+        index=s.chunks_index,
+        reranker=reranker,
+        fusion=_fusion_mode(fusion or s.fusion),
+        url=s.redacted_url(),
+    )
+    resp = searcher.search(
+        query,
+        principal,
+        scope,
+        top_k=top_k,
+        rerank=not no_rerank,
+        rerank_depth=min(s.rerank_depth, searcher.params.window),
+    )
+    if as_json:
+        _emit_json(resp.model_dump(mode="json", exclude={"hits": {"__all__": {"source"}}}))
+        return
+    t = Table(title=f"{query!r} as {tenant}/{user}")
+    for c, j in [
+        ("#", "right"),
+        ("chunk", "left"),
+        ("ver", "right"),
+        ("sparse", "right"),
+        ("dense", "right"),
+        ("fused", "right"),
+        ("rerank", "right"),
+        ("authorization", "left"),
+    ]:
+        t.add_column(c, justify=j)  # type: ignore[arg-type]
+    for h in resp.hits:
+        t.add_row(
+            str(h.final_rank),
+            h.chunk_id,
+            str(h.source_version),
+            str(h.sparse_rank or "-"),
+            str(h.dense_rank or "-"),
+            f"{h.fused_score:.6f}",
+            "-" if h.rerank_score is None else f"{h.rerank_score:.3f}",
+            h.authorization.summary(),
+        )
+    console.print(t)
+    timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
+    console.print(f"fusion: {resp.fusion_path} ({resp.fusion_reason})")
+    console.print(f"rerank: {resp.rerank_note}")
+    console.print(f"candidates: {resp.candidates}; {timing}")
+
+
+def _fusion_mode(value: str) -> FusionMode:
+    if value not in ("auto", "native", "client"):
+        raise typer.BadParameter(f"--fusion must be auto, native or client, not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def main() -> None:
+    """Entry point: friendly errors unless --debug."""
+    try:
+        app(standalone_mode=False)
+    except HybridEsError as exc:
+        if _state["debug"]:
+            raise
+        err_console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        if exc.hint:
+            err_console.print(f"[dim]hint: {exc.hint}[/dim]", highlight=False)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # click usage errors and the unexpected
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        if _state["debug"]:
+            raise
+        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+        err_console.print("[dim]hint: rerun with --debug for the traceback[/dim]")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""The per-tenant corpus watermark: a counter that moves on every ingest, correction, supersede
+and delete. Packets record it and are refreshed when it moves.
+
+Moves use optimistic concurrency (``if_seq_no``/``if_primary_term``) and retry on conflict, so two
+writers never lose an increment; no scripting module is needed.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from elasticsearch import ConflictError, Elasticsearch, NotFoundError
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from hybrid_es.errors import UnknownTenantError, translate_es_error
+
+
+class CorpusState:
+    def __init__(self, client: Elasticsearch, index: str = "hybrid-es-corpus-state") -> None:
+        self.client = client
+        self.index = index
+
+    def watermark(self, tenant: str) -> int:
+        """The tenant's current watermark. Raises UnknownTenantError when it has none."""
+        try:
+            doc = self.client.get(index=self.index, id=tenant)
+        except NotFoundError as exc:
+            raise UnknownTenantError(
+                f"tenant {tenant!r} has no corpus state", hint="ingest documents for it first"
+            ) from exc
+        except Exception as exc:
+            raise translate_es_error(exc, what="reading the corpus watermark") from exc
+        return int(doc["_source"]["watermark"])
+
+    @retry(
+        retry=retry_if_exception_type(ConflictError),
+        stop=stop_after_attempt(20),
+        wait=wait_random_exponential(multiplier=0.01, max=0.5),
+        reraise=True,
+    )
+    def bump(self, tenant: str, change: str) -> int:
+        """Move the watermark by one and return the new value."""
+        now = datetime.now(UTC).isoformat()
+        try:
+            doc = self.client.get(index=self.index, id=tenant)
+        except NotFoundError:
+            self.client.index(
+                index=self.index,
+                id=tenant,
+                op_type="create",
+                refresh="wait_for",
+                document={
+                    "tenant": tenant,
+                    "watermark": 1,
+                    "updated_at": now,
+                    "last_change": change,
+                },
+            )
+            return 1
+        value = int(doc["_source"]["watermark"]) + 1
+        self.client.index(
+            index=self.index,
+            id=tenant,
+            if_seq_no=doc["_seq_no"],
+            if_primary_term=doc["_primary_term"],
+            refresh="wait_for",
+            document={
+                "tenant": tenant,
+                "watermark": value,
+                "updated_at": now,
+                "last_change": change,
+            },
+        )
+        return value

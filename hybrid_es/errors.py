@@ -1,0 +1,195 @@
+"""Exceptions raised by hybrid-es.
+
+Every error the library raises derives from :class:`HybridEsError`; third-party exceptions from
+elasticsearch-py are translated into these in exactly one place, :func:`translate_es_error`.
+
+    HybridEsError
+    ├── ConfigurationError        settings, credentials, model/index mismatch
+    ├── BadQueryError             empty / over-long query, k or num_candidates out of range
+    ├── UnknownTenantError        the tenant has no corpus state / no documents
+    ├── PolicyViolationError      a request body without the policy filter, a hit outside scope
+    ├── EngineError               Elasticsearch answered with an error
+    │   ├── EngineUnavailableError    cannot connect, timed out
+    │   ├── AuthenticationError       wrong credentials (401) or missing privileges (403)
+    │   ├── IndexMissingError         the index does not exist (404)
+    │   └── CapabilityMissingError    the cluster lacks a feature (e.g. the `rrf` retriever)
+    ├── TemplateConflictError     an installed template differs from the file (use --force)
+    ├── BulkIndexError            some bulk items failed; ``failed`` lists each with its reason
+    ├── IngestError               malformed input (carries the line number where known)
+    ├── PacketError               packet store problems
+    │   ├── PacketNotFoundError
+    │   └── ManifestConflictError     optimistic-concurrency conflict on a packet
+    └── ModelError                a model could not be loaded or does not match the index
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HybridEsError(Exception):
+    """Base class; ``hint`` says what the user can do about it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class ConfigurationError(HybridEsError):
+    pass
+
+
+class BadQueryError(HybridEsError):
+    pass
+
+
+class UnknownTenantError(HybridEsError):
+    pass
+
+
+class PolicyViolationError(HybridEsError):
+    pass
+
+
+class EngineError(HybridEsError):
+    def __init__(self, message: str, *, hint: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+
+
+class EngineUnavailableError(EngineError):
+    pass
+
+
+class SearchTimeoutError(EngineUnavailableError):
+    pass
+
+
+class AuthenticationError(EngineError):
+    pass
+
+
+class IndexMissingError(EngineError):
+    pass
+
+
+class CapabilityMissingError(EngineError):
+    pass
+
+
+class TemplateConflictError(HybridEsError):
+    def __init__(self, message: str, *, diffs: dict[str, str], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.diffs = diffs
+
+
+class BulkIndexError(HybridEsError):
+    def __init__(self, message: str, *, failed: list[dict[str, Any]]) -> None:
+        super().__init__(message, hint="each failed item is listed with its reason in .failed")
+        self.failed = failed
+
+
+class IngestError(HybridEsError):
+    def __init__(self, message: str, *, line: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message if line is None else f"line {line}: {message}", hint=hint)
+        self.line = line
+
+
+class PacketError(HybridEsError):
+    pass
+
+
+class PacketNotFoundError(PacketError):
+    pass
+
+
+class ManifestConflictError(PacketError):
+    pass
+
+
+class ModelError(HybridEsError):
+    pass
+
+
+def translate_es_error(
+    exc: BaseException, *, url: str = "", what: str = "request"
+) -> HybridEsError:
+    """Map an elasticsearch-py / transport exception to a :class:`HybridEsError`.
+
+    The only place in the package that knows elasticsearch-py's exception types. Messages never
+    include credentials: ``url`` must be the redacted form (see ``Settings.redacted_url``).
+    """
+    import elastic_transport
+    import elasticsearch
+
+    start_hint = "start a local node with `scripts/es.sh start`, or set HYBRID_ES_URL"
+    if isinstance(exc, HybridEsError):
+        return exc
+    if isinstance(exc, elastic_transport.ConnectionTimeout):
+        return SearchTimeoutError(
+            f"Elasticsearch at {url} timed out during {what}",
+            hint="the cluster is overloaded, or raise HYBRID_ES_REQUEST_TIMEOUT",
+        )
+    if isinstance(exc, elastic_transport.TransportError) and not isinstance(
+        exc, elasticsearch.ApiError
+    ):
+        return EngineUnavailableError(f"cannot reach Elasticsearch at {url}", hint=start_hint)
+    if isinstance(exc, elasticsearch.ApiError):
+        status = exc.meta.status if exc.meta is not None else None
+        return from_error_body(status, exc.body, url=url, what=what)
+    return EngineError(f"unexpected error during {what}: {type(exc).__name__}: {exc}")
+
+
+def from_error_body(
+    status: int | None, body: Any, *, url: str = "", what: str = "request"
+) -> EngineError:
+    """Map an HTTP status and Elasticsearch error body (also an ``_msearch`` item) to an error."""
+    reason = _error_reason(body)
+    if "non-compliant" in reason or ("license" in reason.lower() and status == 403):
+        return CapabilityMissingError(
+            f"the licence does not allow this {what}: {reason}", status=status
+        )
+    if status == 401:
+        return AuthenticationError(
+            f"Elasticsearch at {url} rejected the credentials",
+            hint="check HYBRID_ES_USERNAME/HYBRID_ES_PASSWORD or HYBRID_ES_API_KEY",
+            status=status,
+        )
+    if status == 403:
+        return AuthenticationError(
+            f"the credentials lack a privilege for this {what}: {reason}",
+            hint="grant the role the privilege, or use a user that has it",
+            status=status,
+        )
+    if status == 404 and "index_not_found" in str(body):
+        return IndexMissingError(
+            f"index missing during {what}: {reason}",
+            hint="run `hybrid-es bootstrap` and ingest documents first",
+            status=status,
+        )
+    if status == 400 and "unknown retriever" in reason:
+        return CapabilityMissingError(
+            f"the cluster does not support this retriever: {reason}",
+            hint="use fusion='client' (the default 'auto' probes this for you)",
+            status=status,
+        )
+    if status in (408, 504) or "timed_out" in reason:
+        return SearchTimeoutError(f"{what} timed out at {url}: {reason}", status=status)
+    return EngineError(f"Elasticsearch refused the {what} (HTTP {status}): {reason}", status=status)
+
+
+def _error_reason(body: Any) -> str:
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            root = err.get("root_cause") or []
+            if root and isinstance(root[0], dict):
+                return f"{root[0].get('type')}: {root[0].get('reason')}"
+            return f"{err.get('type')}: {err.get('reason')}"
+        if isinstance(err, str):
+            return err
+    return str(body)[:500]

@@ -1,0 +1,112 @@
+"""Rank fusion as pure functions.
+
+Reciprocal rank fusion (Cormack et al. 2009), as the brief specifies:
+``RRF(d) = sum over lists containing d of 1 / (k + rank)``, ranks 1-based, ``k = 60`` by default,
+documents absent from a list contribute 0. Ties are broken by id (ascending) so the output never
+depends on input order or hash seeds. The same function fuses the client-side path and checks the
+native path.
+
+Min-max linear fusion (seed 002's alternative): each list's scores are scaled to [0, 1]
+(``(s - min) / (max - min)``, a list whose scores are all equal maps to 1.0), absent documents
+contribute 0, and the scaled scores are combined with weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_RANK_CONSTANT = 60
+
+
+@dataclass(frozen=True)
+class Fused:
+    """A fused document: its id, fused score and its 1-based rank in each input list."""
+
+    doc_id: str
+    score: float
+    ranks: tuple[int | None, ...]
+
+
+def _check_unique(ids: Sequence[str], which: int) -> None:
+    seen: set[str] = set()
+    for doc in ids:
+        if doc in seen:
+            raise ValueError(
+                f"list {which} contains {doc!r} more than once; a ranking lists each document once"
+            )
+        seen.add(doc)
+
+
+def rrf(rankings: Sequence[Sequence[str]], k: float = DEFAULT_RANK_CONSTANT) -> list[Fused]:
+    """Fuse ranked id lists by reciprocal rank fusion.
+
+    >>> [(f.doc_id, round(f.score, 6)) for f in rrf([["a", "b"], ["b", "c"]])]
+    [('b', 0.032522), ('a', 0.016393), ('c', 0.016129)]
+
+    Raises ValueError for a negative or non-finite ``k`` or a duplicate id within one list.
+    """
+    if not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
+        raise ValueError(f"rank constant k must be a finite number >= 0, got {k!r}")
+    ranks: dict[str, list[int | None]] = {}
+    for i, ids in enumerate(rankings):
+        _check_unique(ids, i)
+        for rank, doc in enumerate(ids, start=1):
+            ranks.setdefault(doc, [None] * len(rankings))[i] = rank
+    fused = [
+        Fused(doc, sum(1.0 / (k + r) for r in rs if r is not None), tuple(rs))
+        for doc, rs in ranks.items()
+    ]
+    fused.sort(key=lambda f: (-f.score, f.doc_id))
+    return fused
+
+
+def minmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scale scores to [0, 1]; all-equal scores map to 1.0; an empty mapping stays empty."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi == lo:
+        return dict.fromkeys(scores, 1.0)
+    return {d: (s - lo) / (hi - lo) for d, s in scores.items()}
+
+
+def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float]) -> list[Fused]:
+    """Weighted sum of min-max-normalised scores; ``ranks`` are each list's 1-based ranks.
+
+    Raises ValueError when weights and lists differ in number, or a weight is negative or
+    non-finite, or all weights are zero.
+    """
+    if len(weights) != len(score_lists):
+        raise ValueError(f"{len(score_lists)} score lists but {len(weights)} weights")
+    if any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
+        raise ValueError(f"weights must be finite, >= 0 and not all zero, got {list(weights)}")
+    norm = [minmax(s) for s in score_lists]
+    rank_of = [
+        {d: r for r, (d, _) in enumerate(sorted(s.items(), key=lambda x: (-x[1], x[0])), 1)}
+        for s in score_lists
+    ]
+    docs = sorted({d for s in score_lists for d in s})
+    fused = [
+        Fused(
+            d,
+            sum(w * n.get(d, 0.0) for w, n in zip(weights, norm, strict=True)),
+            tuple(r.get(d) for r in rank_of),
+        )
+        for d in docs
+    ]
+    fused.sort(key=lambda f: (-f.score, f.doc_id))
+    return fused
+
+
+def hybrid_linear(
+    sparse: Mapping[str, float], dense: Mapping[str, float], alpha: float = 0.6
+) -> list[Fused]:
+    """Seed 002's form: ``alpha * dense + (1 - alpha) * sparse``, alpha in [0, 1].
+
+    Seed 002 suggests alpha between 0.5 and 0.7.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    return linear([sparse, dense], [1.0 - alpha, alpha])

@@ -1,0 +1,201 @@
+"""Request builders for the retrievers, and the check that every leaf carries the policy filter.
+
+Pure: they take values and return ``dict`` bodies. Nothing here sends a request. The same leaf
+retrievers are used by the native ``rrf`` body and by the client-side ``_msearch`` legs, so the
+two fusion paths score exactly the same candidates.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hybrid_es.errors import BadQueryError, PolicyViolationError
+from hybrid_es.fusion import DEFAULT_RANK_CONSTANT
+from hybrid_es.identifiers import extract_identifiers
+
+MAX_QUERY_CHARS = 2000
+"""Longer queries are refused: no useful question is this long, and BM25 cost grows with terms."""
+MAX_NUM_CANDIDATES = 10_000
+"""Elasticsearch's own cap on knn num_candidates."""
+MAX_WINDOW = 1_000
+
+TEXT_FIELDS = ("search_payload", "search_payload.cjk", "title^0.5")
+ID_FIELDS = ("ids", "contract_ids", "room_codes", "booking_ids", "property_ids")
+ID_BOOST = 5.0
+SOURCE_EXCLUDES = ("embedding",)
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Knobs of the first stage. Validated on construction (bad values fail here, not in ES)."""
+
+    window: int = 50
+    """rank_window_size: how many results each leg contributes to fusion."""
+    num_candidates: int = 100
+    rank_constant: float = DEFAULT_RANK_CONSTANT
+    vector_field: str = "embedding"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.window <= MAX_WINDOW:
+            raise BadQueryError(
+                f"window (rank_window_size) must be 1..{MAX_WINDOW}, got {self.window}"
+            )
+        if not 1 <= self.num_candidates <= MAX_NUM_CANDIDATES:
+            raise BadQueryError(
+                f"num_candidates must be 1..{MAX_NUM_CANDIDATES} (Elasticsearch's cap), "
+                f"got {self.num_candidates}"
+            )
+        if self.window > self.num_candidates:
+            raise BadQueryError(
+                f"knn needs k <= num_candidates: window {self.window} > num_candidates "
+                f"{self.num_candidates}; raise num_candidates or lower the window"
+            )
+        if not (self.rank_constant >= 0) or self.rank_constant == float("inf"):
+            raise BadQueryError(
+                f"rank_constant must be a finite number >= 0, got {self.rank_constant}"
+            )
+
+
+def clean_query(text: str) -> str:
+    """Normalise a user query; refuse empty or over-long ones.
+
+    Control characters become spaces (they carry no meaning and upset some analyzers). The text is
+    never parsed as Lucene syntax: it goes to ``multi_match``, so ``AND``, ``:``, ``*`` or quotes
+    are just characters.
+    """
+    if not isinstance(text, str):
+        raise BadQueryError(f"the query must be text, got {type(text).__name__}")
+    cleaned = "".join(" " if unicodedata.category(c).startswith("C") else c for c in text)
+    cleaned = " ".join(cleaned.split())
+    if not cleaned:
+        raise BadQueryError("the query is empty", hint="ask a question with at least one word")
+    if len(cleaned) > MAX_QUERY_CHARS:
+        raise BadQueryError(
+            f"the query has {len(cleaned)} characters; the limit is {MAX_QUERY_CHARS}",
+            hint="shorten the question; put long context into a packet instead",
+        )
+    return cleaned
+
+
+def standard_retriever(query: str, policy: dict[str, Any]) -> dict[str, Any]:
+    """BM25 over the search payload and title, plus exact identifier matches on keyword fields."""
+    should: list[dict[str, Any]] = [
+        {"multi_match": {"query": query, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
+    ]
+    ids = extract_identifiers(query)
+    if ids:
+        should.extend({"terms": {f: ids, "boost": ID_BOOST}} for f in ID_FIELDS)
+    return {
+        "standard": {
+            "query": {"bool": {"should": should, "minimum_should_match": 1, "filter": [policy]}}
+        }
+    }
+
+
+def knn_retriever(
+    vector: Sequence[float], policy: dict[str, Any], params: RetrievalParams
+) -> dict[str, Any]:
+    """Approximate kNN over the chunk vectors; the policy filter is applied during the search."""
+    return {
+        "knn": {
+            "field": params.vector_field,
+            "query_vector": [float(x) for x in vector],
+            "k": params.window,
+            "num_candidates": params.num_candidates,
+            "filter": policy,
+        }
+    }
+
+
+def rrf_retriever(leaves: Sequence[dict[str, Any]], params: RetrievalParams) -> dict[str, Any]:
+    """The native ``rrf`` retriever over the given leaves."""
+    return {
+        "rrf": {
+            "retrievers": list(leaves),
+            "rank_constant": params.rank_constant,
+            "rank_window_size": params.window,
+        }
+    }
+
+
+def search_body(retriever: dict[str, Any], size: int) -> dict[str, Any]:
+    return {
+        "retriever": retriever,
+        "size": size,
+        "_source": {"excludes": list(SOURCE_EXCLUDES)},
+    }
+
+
+_ALLOWED_TOP = {
+    "retriever",
+    "query",
+    "knn",
+    "size",
+    "from",
+    "_source",
+    "timeout",
+    "track_total_hits",
+    "explain",
+}
+
+
+def assert_policy(body: dict[str, Any], policy: dict[str, Any]) -> int:
+    """Refuse a body in which any leaf lacks ``policy``; return the number of leaves checked.
+
+    Walks the whole body: every ``standard`` query must carry the policy in ``bool.filter``, every
+    ``knn`` must carry it as its ``filter``, and unknown retrievers or top-level keys are refused
+    (they could score records outside the filter).
+    """
+    unknown = set(body) - _ALLOWED_TOP
+    if unknown:
+        raise PolicyViolationError(f"request body has unexpected top-level keys {sorted(unknown)}")
+    leaves = 0
+    if "retriever" in body:
+        leaves += _check_retriever(body["retriever"], policy)
+    if "query" in body:
+        _check_query(body["query"], policy)
+        leaves += 1
+    if "knn" in body:
+        for k in body["knn"] if isinstance(body["knn"], list) else [body["knn"]]:
+            _check_knn(k, policy)
+            leaves += 1
+    if leaves == 0:
+        raise PolicyViolationError("request body has no retriever, query or knn to check")
+    return leaves
+
+
+def _check_retriever(node: Any, policy: dict[str, Any]) -> int:
+    if not isinstance(node, dict) or len(node) != 1:
+        raise PolicyViolationError(f"malformed retriever {str(node)[:80]}")
+    ((kind, spec),) = node.items()
+    if kind in ("rrf", "linear"):
+        children = spec.get("retrievers") or []
+        if not children:
+            raise PolicyViolationError(f"{kind} retriever without children")
+        total = 0
+        for child in children:
+            inner = child.get("retriever", child) if isinstance(child, dict) else child
+            total += _check_retriever(inner, policy)
+        return total
+    if kind == "standard":
+        _check_query(spec.get("query"), policy)
+        return 1
+    if kind == "knn":
+        _check_knn(spec, policy)
+        return 1
+    raise PolicyViolationError(f"retriever type {kind!r} is not allowed (cannot verify its filter)")
+
+
+def _check_query(query: Any, policy: dict[str, Any]) -> None:
+    filters = (query or {}).get("bool", {}).get("filter") if isinstance(query, dict) else None
+    if not isinstance(filters, list) or policy not in filters:
+        raise PolicyViolationError("a standard query lacks the policy filter in bool.filter")
+
+
+def _check_knn(knn: Any, policy: dict[str, Any]) -> None:
+    filt = knn.get("filter") if isinstance(knn, dict) else None
+    if filt != policy and not (isinstance(filt, list) and policy in filt):
+        raise PolicyViolationError("a knn search lacks the policy filter")

@@ -1,0 +1,353 @@
+"""Executing a hybrid search: policy filter, both legs, fusion (native or client-side), rerank.
+
+The I/O edge of retrieval. Bodies come from ``queries``, fusion from ``fusion``, the filter and
+authorization decisions from ``policy``. Every body is checked by ``assert_policy`` before it is
+sent, and every candidate is re-checked against the same rules before it can reach the reranker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from elasticsearch import ApiError, Elasticsearch
+
+from hybrid_es import fusion as fusion_mod
+from hybrid_es.capabilities import _retriever_works
+from hybrid_es.embedder import Embedder
+from hybrid_es.errors import (
+    BadQueryError,
+    CapabilityMissingError,
+    HybridEsError,
+    ModelError,
+    PolicyViolationError,
+    SearchTimeoutError,
+    from_error_body,
+    translate_es_error,
+)
+from hybrid_es.models import FusionPath, Hit, Principal, RequestScope, SearchResponse
+from hybrid_es.policy import authorize, policy_filter
+from hybrid_es.queries import (
+    RetrievalParams,
+    assert_policy,
+    clean_query,
+    knn_retriever,
+    rrf_retriever,
+    search_body,
+    standard_retriever,
+)
+from hybrid_es.reranker import CrossEncoderReranker
+
+FusionMode = Literal["auto", "native", "client"]
+MAX_TOP_K = 100
+
+
+def query_hash(text: str) -> str:
+    """What traces keep instead of the query text."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class _Candidate:
+    chunk_id: str
+    index: str
+    source: dict[str, Any]
+    fused: float
+    sparse_rank: int | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    dense_score: float | None = None
+
+
+class HybridSearcher:
+    """Hybrid search for one chunks index.
+
+    ``client`` may be a caller-scoped client (an API key or user bound by document-level
+    security); the policy filter is applied on top of it in every case.
+    """
+
+    def __init__(
+        self,
+        client: Elasticsearch,
+        embedder: Embedder,
+        *,
+        index: str = "hybrid-es-chunks",
+        reranker: CrossEncoderReranker | None = None,
+        fusion: FusionMode = "auto",
+        params: RetrievalParams | None = None,
+        native_rrf: bool | None = None,
+        url: str = "",
+        on_response: Callable[[Principal, SearchResponse], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.embedder = embedder
+        self.index = index
+        self.reranker = reranker
+        self.fusion = fusion
+        self.params = params or RetrievalParams()
+        self._native_rrf = native_rrf
+        self.url = url
+        self.on_response = on_response
+        self._model_checked = False
+
+    # -- capability and model checks ---------------------------------------------------------
+
+    def native_rrf_available(self) -> bool:
+        if self._native_rrf is None:
+            self._native_rrf, _ = _retriever_works(self.client, "rrf")
+        return self._native_rrf
+
+    def _path(self) -> tuple[FusionPath, str]:
+        if self.fusion == "client":
+            return "client-rrf", "client-side fusion requested"
+        native = self.native_rrf_available()
+        if self.fusion == "native":
+            if not native:
+                raise CapabilityMissingError(
+                    "native rrf was requested but the cluster has no usable rrf retriever",
+                    hint="use fusion='auto' or 'client' (Basic licence or no rank-rrf module)",
+                )
+            return "native-rrf", "native rrf requested"
+        if native:
+            return "native-rrf", "auto: the cluster runs the rrf retriever"
+        return "client-rrf", "auto: no native rrf retriever (licence or module), fused client-side"
+
+    def check_model(self) -> None:
+        """Refuse to search an index whose vectors came from another model or dimension."""
+        if self._model_checked:
+            return
+        try:
+            resp = self.client.indices.get_mapping(index=self.index)
+        except ApiError as exc:
+            if exc.meta.status == 403:  # a reader key may not see mappings; ES checks dims itself
+                self._model_checked = True
+                return
+            raise translate_es_error(exc, url=self.url, what=f"reading {self.index}") from exc
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what=f"reading {self.index}") from exc
+        for name, idx in resp.body.items():
+            meta = idx.get("mappings", {}).get("_meta", {})
+            model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
+            if dims is not None and int(dims) != self.embedder.dims:
+                raise ModelError(
+                    f"index {name} holds {dims}-dimensional vectors but the embedder "
+                    f"{self.embedder.model_id} makes {self.embedder.dims}",
+                    hint="use the embedder the index was built with, or re-ingest",
+                )
+            if model is not None and model != self.embedder.model_id:
+                raise ModelError(
+                    f"index {name} was built with {model} but the embedder is "
+                    f"{self.embedder.model_id}",
+                    hint="use the same embedder as the index, or re-ingest into a new index",
+                )
+        self._model_checked = True
+
+    # -- search ------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        principal: Principal,
+        scope: RequestScope | None = None,
+        *,
+        top_k: int = 10,
+        rerank: bool = True,
+        rerank_depth: int = 50,
+        now: datetime | None = None,
+    ) -> SearchResponse:
+        """Run one hybrid search for ``principal``.
+
+        Returns a :class:`SearchResponse` whose hits carry full provenance. Raises BadQueryError
+        for bad input, EngineError subclasses for cluster failures (never a partial answer),
+        PolicyViolationError if a candidate fails the policy re-check (fail closed).
+        """
+        if not 1 <= top_k <= MAX_TOP_K:
+            raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
+        if not 1 <= rerank_depth <= self.params.window:
+            raise BadQueryError(
+                f"rerank_depth must be 1..{self.params.window} (the fusion window), "
+                f"got {rerank_depth}"
+            )
+        text = clean_query(query)
+        scope = scope or RequestScope()
+        now = now or datetime.now(UTC)
+        timings: dict[str, float] = {}
+        t_all = time.perf_counter()
+
+        self.check_model()
+        policy = policy_filter(principal, scope, now)
+        t = time.perf_counter()
+        vector = self.embedder.embed_queries([text])[0]
+        timings["embed"] = _ms(t)
+
+        leaves = [standard_retriever(text, policy), knn_retriever(vector, policy, self.params)]
+        path, reason = self._path()
+        try:
+            candidates = self._retrieve(path, leaves, policy, timings)
+        except CapabilityMissingError:
+            if self.fusion != "auto":
+                raise
+            self._native_rrf = False
+            path, reason = "client-rrf", "auto: native rrf refused at query time, fused client-side"
+            candidates = self._retrieve(path, leaves, policy, timings)
+
+        # Defence in depth: the same rules, evaluated on what came back, before any further use.
+        decisions = {}
+        for c in candidates:
+            d = authorize(principal, scope, now, c.source)
+            if not d.allowed:
+                raise PolicyViolationError(
+                    f"candidate {c.chunk_id} failed the policy re-check ({d.summary()}); "
+                    "refusing to answer",
+                    hint="the cluster-side filter and the policy rules disagree: report this",
+                )
+            decisions[c.chunk_id] = d
+
+        reranked = False
+        reranker_inputs: tuple[str, ...] = ()
+        rerank_scores: dict[str, float] = {}
+        if not rerank:
+            note = "reranking disabled for this query"
+        elif self.reranker is None:
+            note = "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
+        else:
+            pool = candidates[:rerank_depth]
+            t = time.perf_counter()
+            scores = self.reranker.score(text, [c.source.get("search_payload", "") for c in pool])
+            timings["rerank"] = _ms(t)
+            rerank_scores = {c.chunk_id: s for c, s in zip(pool, scores, strict=True)}
+            reranker_inputs = tuple(c.chunk_id for c in pool)
+            order = {c.chunk_id: i for i, c in enumerate(candidates)}
+            candidates = sorted(pool, key=lambda c: (-rerank_scores[c.chunk_id], order[c.chunk_id]))
+            reranked = True
+            note = f"cross-encoder {self.reranker.model_name} over the fused top {len(pool)}"
+
+        hits = tuple(
+            Hit(
+                chunk_id=c.chunk_id,
+                doc_id=str(c.source.get("doc_id", "")),
+                index=c.index,
+                source_version=int(c.source.get("version", 0) or 0),
+                title=str(c.source.get("title", "")),
+                text=str(c.source.get("raw_chunk_text", "")),
+                sparse_rank=c.sparse_rank,
+                dense_rank=c.dense_rank,
+                sparse_score=c.sparse_score,
+                dense_score=c.dense_score,
+                fused_score=c.fused,
+                rerank_score=rerank_scores.get(c.chunk_id),
+                final_rank=i,
+                fusion_path=path,
+                authorization=decisions[c.chunk_id],
+                source=c.source,
+            )
+            for i, c in enumerate(candidates[:top_k], start=1)
+        )
+        timings["total"] = _ms(t_all)
+        response = SearchResponse(
+            query_hash=query_hash(text),
+            fusion_path=path,
+            fusion_reason=reason,
+            reranked=reranked,
+            rerank_note=note,
+            hits=hits,
+            candidates=len(decisions),
+            timings_ms=timings,
+            reranker_inputs=reranker_inputs,
+        )
+        if self.on_response is not None:
+            self.on_response(principal, response)
+        return response
+
+    def _msearch(
+        self, bodies: list[dict[str, Any]], policy: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        searches: list[dict[str, Any]] = []
+        for body in bodies:
+            assert_policy(body, policy)
+            searches += [{"index": self.index}, body]
+        try:
+            resp = self.client.msearch(searches=searches)
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what="search") from exc
+        items = list(resp.body["responses"])
+        for item in items:
+            if "error" in item:
+                raise from_error_body(item.get("status"), item, url=self.url, what="search")
+            if item.get("timed_out"):
+                raise SearchTimeoutError(
+                    f"the search timed out at {self.url}; no partial answer is returned",
+                    hint="retry, or raise HYBRID_ES_REQUEST_TIMEOUT",
+                )
+            shards = item.get("_shards", {})
+            if shards.get("failed"):
+                raise HybridEsError(
+                    f"search failed on {shards['failed']} shard(s): refusing a partial answer",
+                    hint="check the cluster health (`scripts/es.sh status`)",
+                )
+        return items
+
+    def _retrieve(
+        self,
+        path: FusionPath,
+        leaves: list[dict[str, Any]],
+        policy: dict[str, Any],
+        timings: dict[str, float],
+    ) -> list[_Candidate]:
+        w = self.params.window
+        leg_bodies = [search_body(leaf, w) for leaf in leaves]
+        t = time.perf_counter()
+        if path == "native-rrf":
+            native = search_body(rrf_retriever(leaves, self.params), w)
+            fused_resp, sparse_resp, dense_resp = self._msearch([native, *leg_bodies], policy)
+        else:
+            sparse_resp, dense_resp = self._msearch(leg_bodies, policy)
+        timings["retrieval"] = _ms(t)
+        sparse_hits, dense_hits = sparse_resp["hits"]["hits"], dense_resp["hits"]["hits"]
+
+        t = time.perf_counter()
+        by_id: dict[str, dict[str, Any]] = {}
+        for h in [*sparse_hits, *dense_hits]:
+            by_id.setdefault(h["_id"], h)
+        fused = fusion_mod.rrf(
+            [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
+            k=self.params.rank_constant,
+        )[:w]
+        if path == "native-rrf":
+            native_hits = fused_resp["hits"]["hits"]
+            for h in native_hits:
+                by_id.setdefault(h["_id"], h)
+            # The cluster's order and scores are authoritative; ties are ordered by id, as the
+            # client-side path orders them, so both paths give the same sequence.
+            scored = sorted(
+                ((float(h["_score"]), h["_id"]) for h in native_hits), key=lambda x: (-x[0], x[1])
+            )
+            ranks = {f.doc_id: f.ranks for f in fused}
+            pairs = [(doc, score, ranks.get(doc, (None, None))) for score, doc in scored]
+        else:
+            pairs = [(f.doc_id, f.score, f.ranks) for f in fused]
+        timings["fusion"] = _ms(t)
+
+        sparse_scores = {h["_id"]: float(h["_score"]) for h in sparse_hits}
+        dense_scores = {h["_id"]: float(h["_score"]) for h in dense_hits}
+        return [
+            _Candidate(
+                chunk_id=doc,
+                index=by_id[doc]["_index"],
+                source=by_id[doc].get("_source", {}),
+                fused=score,
+                sparse_rank=r[0],
+                dense_rank=r[1],
+                sparse_score=sparse_scores.get(doc),
+                dense_score=dense_scores.get(doc),
+            )
+            for doc, score, r in pairs
+        ]
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000.0, 3)

@@ -1,0 +1,46 @@
+"""Configuration from ``HYBRID_ES_*`` environment variables (pydantic-settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_CHUNKS_INDEX = "hybrid-es-chunks"
+DEFAULT_PACKETS_INDEX = "hybrid-es-packets"
+DEFAULT_TRACES_INDEX = "hybrid-es-traces"
+DEFAULT_CORPUS_STATE_INDEX = "hybrid-es-corpus-state"
+
+
+class Settings(BaseSettings):
+    """Everything that can be configured; each field reads ``HYBRID_ES_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="HYBRID_ES_", extra="ignore", frozen=True)
+
+    url: str = "http://127.0.0.1:9200"
+    username: str | None = "elastic"
+    password: SecretStr | None = SecretStr("hybrid-es-dev")
+    api_key: SecretStr | None = None
+    request_timeout: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+    chunks_index: str = DEFAULT_CHUNKS_INDEX
+    packets_index: str = DEFAULT_PACKETS_INDEX
+    traces_index: str = DEFAULT_TRACES_INDEX
+    corpus_state_index: str = DEFAULT_CORPUS_STATE_INDEX
+    templates_dir: Path | None = None
+
+    embedder: str = "minilm"
+    reranker_model: str | None = None
+    rerank_depth: int = Field(default=50, ge=1, le=1000)
+    fusion: str = Field(default="auto", pattern="^(auto|native|client)$")
+
+    def redacted_url(self) -> str:
+        """The URL without any user:password part, safe for messages and logs."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))

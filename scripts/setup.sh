@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Create (or reuse) the project's virtual environment outside the clone and install hybrid-es
+# with its models and dev tools. Prints the venv path on the last line.
+#
+#   HYBRID_ES_CACHE   cache root (default ~/.cache/hybrid-es); the venv lives in $HYBRID_ES_CACHE/venv
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}"
+VENV="$CACHE/venv"
+PY="${PYTHON:-python3}"
+
+"$PY" - <<'PYCHK' || { echo "setup.sh: Python 3.11+ is required (found $("$PY" --version 2>&1))" >&2; exit 1; }
+import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)
+PYCHK
+
+mkdir -p "$CACHE"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup.sh: creating $VENV" >&2
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip >&2
+fi
+# Installing is a no-op when everything is already satisfied; the stamp skips even the resolver
+# when pyproject.toml is unchanged since the last install into this venv from this path.
+STAMP="$VENV/.hybrid-es-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
+if [ ! -f "$STAMP" ]; then
+  echo "setup.sh: installing hybrid-es[models,dev] into $VENV (first run downloads torch: minutes)" >&2
+  "$VENV/bin/pip" install -q -e "$ROOT[models,dev]" >&2
+  rm -f "$VENV"/.hybrid-es-*
+  touch "$STAMP"
+fi
+echo "$VENV"
