@@ -21,7 +21,7 @@ from hybrid_es.contextual import EXTRACTIVE_PROMPT_VERSION, extractive_header
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder
-from hybrid_es.errors import BulkIndexError, translate_es_error
+from hybrid_es.errors import BulkIndexError, ModelError, translate_es_error
 from hybrid_es.identifiers import extract_identifiers
 
 
@@ -101,6 +101,43 @@ class Ingestor:
         self.overlap = overlap
         self.batch_size = batch_size
 
+    def check_model(self) -> None:
+        """Refuse, before any write, an index whose vectors come from another model or size.
+
+        An empty index takes the embedder's model id and dimension into its mapping ``_meta``.
+        """
+        try:
+            if not self.client.indices.exists(index=self.index):
+                self.client.indices.create(index=self.index)
+            mapping = self.client.indices.get_mapping(index=self.index)
+            (body,) = mapping.body.values()
+            props = body["mappings"].get("properties", {})
+            meta = body["mappings"].get("_meta", {})
+            count = int(self.client.count(index=self.index)["count"])
+        except Exception as exc:
+            raise translate_es_error(exc, what=f"checking {self.index}") from exc
+        field_dims = props.get("embedding", {}).get("dims")
+        if field_dims is not None and int(field_dims) != self.embedder.dims:
+            raise ModelError(
+                f"index {self.index} stores {field_dims}-dimensional vectors but the embedder "
+                f"{self.embedder.model_id} makes {self.embedder.dims}; nothing was written",
+                hint="use a matching embedder, or an index template with the right dims",
+            )
+        if count and meta.get("embedding_model") not in (None, self.embedder.model_id):
+            raise ModelError(
+                f"index {self.index} holds vectors from {meta.get('embedding_model')}, not "
+                f"{self.embedder.model_id}; nothing was written",
+                hint="ingest into a new index, or use the index's embedder",
+            )
+        if meta.get("embedding_model") != self.embedder.model_id:
+            self.client.indices.put_mapping(
+                index=self.index,
+                meta={
+                    "embedding_model": self.embedder.model_id,
+                    "embedding_dims": self.embedder.dims,
+                },
+            )
+
     def _existing(self, doc_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
         """Chunks already indexed for these documents (any version)."""
         out: dict[str, list[dict[str, Any]]] = {}
@@ -135,6 +172,7 @@ class Ingestor:
     ) -> IngestReport:
         """Index ``docs``; raise BulkIndexError (listing every failed item) if any item failed."""
         now = now or datetime.now(UTC)
+        self.check_model()
         report = IngestReport()
         batch: list[Document] = []
         for doc in docs:

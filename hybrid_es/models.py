@@ -138,3 +138,7 @@ class SearchResponse(BaseModel):
     timings_ms: dict[str, float]
     reranker_inputs: tuple[str, ...] = ()
     """chunk ids handed to the reranker, in order: kept so isolation can be audited."""
+    legs: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    """chunk ids each leg returned (``sparse``, ``dense``), in rank order."""
+    request_digest: str = ""
+    """SHA-256 of the request bodies sent (query vector included): equal inputs, equal digest."""

