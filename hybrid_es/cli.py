@@ -269,9 +269,13 @@ def search(
     )
     principal = Principal(tenant=tenant, user_id=user, groups=tuple(group or ()))
     reranker = CrossEncoderReranker(s.reranker_model) if s.reranker_model else None
+    emb = make_embedder(embedder or s.embedder)
+    t_load = time.perf_counter()
+    emb.embed_queries(["warm-up"])  # model load is reported apart from the per-query timings
+    load_ms = (time.perf_counter() - t_load) * 1000
     searcher = HybridSearcher(
         _client(s),
-        make_embedder(embedder or s.embedder),
+        emb,
         index=s.chunks_index,
         reranker=reranker,
         fusion=_fusion_mode(fusion or s.fusion),
@@ -289,9 +293,9 @@ def search(
         _emit_json(resp.model_dump(mode="json", exclude={"hits": {"__all__": {"source"}}}))
         return
     t = Table(title=f"{query!r} as {tenant}/{user}")
+    t.add_column("#", justify="right")
+    t.add_column("chunk", no_wrap=True)
     for c, j in [
-        ("#", "right"),
-        ("chunk", "left"),
         ("ver", "right"),
         ("sparse", "right"),
         ("dense", "right"),
@@ -309,13 +313,13 @@ def search(
             str(h.dense_rank or "-"),
             f"{h.fused_score:.6f}",
             "-" if h.rerank_score is None else f"{h.rerank_score:.3f}",
-            h.authorization.summary(),
+            h.authorization.short(),
         )
     console.print(t)
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
     console.print(f"fusion: {resp.fusion_path} ({resp.fusion_reason})")
     console.print(f"rerank: {resp.rerank_note}")
-    console.print(f"candidates: {resp.candidates}; {timing}")
+    console.print(f"candidates: {resp.candidates}; {timing} (model load {load_ms:.0f} ms, once)")
 
 
 def _fusion_mode(value: str) -> FusionMode:

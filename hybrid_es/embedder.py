@@ -16,6 +16,17 @@ from numpy.typing import NDArray
 
 from hybrid_es.errors import ModelError
 
+
+def _quiet_transformers() -> None:
+    """No per-load progress bars from transformers on the terminal or in logs."""
+    import os
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 Vectors = NDArray[np.float32]
 
 
@@ -56,6 +67,7 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is None:
                 try:
+                    _quiet_transformers()
                     from sentence_transformers import SentenceTransformer
 
                     self._model = SentenceTransformer(self.model_path, device="cpu")

@@ -95,6 +95,13 @@ class AuthorizationDecision(BaseModel):
     outcomes: tuple[RuleOutcome, ...]
     policy_version: str
 
+    def short(self) -> str:
+        """The deciding facts only (for tables): ACL, version state, validity."""
+        keep = ("acl", "current-version", "applicability", "booking", "property")
+        if not self.allowed:
+            return self.summary()
+        return "allow: " + "; ".join(o.detail for o in self.outcomes if o.rule in keep)
+
     def summary(self) -> str:
         if self.allowed:
             return "allow: " + "; ".join(o.detail for o in self.outcomes)

@@ -12,6 +12,16 @@ from typing import Any
 from hybrid_es.errors import ModelError
 
 
+def _quiet_transformers() -> None:
+    """No per-load progress bars from transformers on the terminal or in logs."""
+    import os
+
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 class CrossEncoderReranker:
     """Scores (query, passage) pairs; higher is more relevant. Passages are truncated to
     ``max_length`` tokens together with the query."""
@@ -27,6 +37,7 @@ class CrossEncoderReranker:
         with self._lock:
             if self._model is None:
                 try:
+                    _quiet_transformers()
                     from sentence_transformers import CrossEncoder
 
                     self._model = CrossEncoder(
