@@ -17,14 +17,14 @@ from numpy.typing import NDArray
 from hybrid_es.errors import ModelError
 
 
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
     """No per-load progress bars from transformers on the terminal or in logs."""
     import os
 
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 Vectors = NDArray[np.float32]
@@ -67,7 +67,7 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is None:
                 try:
-                    _quiet_transformers()
+                    quiet_transformers()
                     from sentence_transformers import SentenceTransformer
 
                     self._model = SentenceTransformer(self.model_path, device="cpu")

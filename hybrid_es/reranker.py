@@ -9,17 +9,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from hybrid_es.embedder import quiet_transformers
 from hybrid_es.errors import ModelError
-
-
-def _quiet_transformers() -> None:
-    """No per-load progress bars from transformers on the terminal or in logs."""
-    import os
-
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
 
 
 class CrossEncoderReranker:
@@ -37,7 +28,7 @@ class CrossEncoderReranker:
         with self._lock:
             if self._model is None:
                 try:
-                    _quiet_transformers()
+                    quiet_transformers()
                     from sentence_transformers import CrossEncoder
 
                     self._model = CrossEncoder(
