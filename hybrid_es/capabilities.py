@@ -13,7 +13,7 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, UnsupportedProductError
 from pydantic import BaseModel, ConfigDict
 
-from hybrid_es.errors import EngineError, translate_es_error
+from hybrid_es.errors import EngineError, error_reason, translate_es_error
 from hybrid_es.templates import AnalysisProfile
 
 _PROBE_PATTERN = "hybrid-es-capability-probe-nonexistent*"
@@ -205,4 +205,4 @@ def _native_security_store(client: Elasticsearch) -> tuple[bool, str | None]:
         client.security.delete_role(name=name)
         return True, None
     except ApiError as exc:
-        return False, f"native security store unavailable: {str(exc.body)[:160]}"
+        return False, f"native users/roles/API keys unavailable: {error_reason(exc.body)}"

@@ -148,7 +148,7 @@ def from_error_body(
     status: int | None, body: Any, *, url: str = "", what: str = "request"
 ) -> EngineError:
     """Map an HTTP status and Elasticsearch error body (also an ``_msearch`` item) to an error."""
-    reason = _error_reason(body)
+    reason = error_reason(body)
     if "non-compliant" in reason or ("license" in reason.lower() and status == 403):
         return CapabilityMissingError(
             f"the licence does not allow this {what}: {reason}", status=status
@@ -182,7 +182,7 @@ def from_error_body(
     return EngineError(f"Elasticsearch refused the {what} (HTTP {status}): {reason}", status=status)
 
 
-def _error_reason(body: Any) -> str:
+def error_reason(body: Any) -> str:
     if isinstance(body, dict):
         err = body.get("error")
         if isinstance(err, dict):
