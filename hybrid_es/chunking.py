@@ -13,7 +13,10 @@ from dataclasses import dataclass
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f\uff1b])\s*")  # also CJK full stop, !, ?, ;
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_RANGES}]")
+# one CJK character, or a run of other non-space characters with its trailing space
+_PIECES = re.compile(f"[{_CJK_RANGES}]|[^\\s{_CJK_RANGES}]+\\s*")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ def chunk_text(
                         break
                     tail.insert(0, u)
                     kept += c
+                while tail and kept + n > size:  # the carried tail must leave room for the unit
+                    kept -= count(tail.pop(0))
                 buf, used = tail, kept
             buf.append(unit)
             used += n
@@ -104,7 +109,7 @@ def chunk_text(
 def _hard_split(unit: str, size: int, count: Callable[[str], int]) -> list[str]:
     pieces: list[str] = []
     cur = ""
-    for tok in re.findall(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|\S+\s*", unit):
+    for tok in _PIECES.findall(unit):
         if cur and count(cur + tok) > size:
             pieces.append(cur.strip())
             cur = ""

@@ -55,7 +55,8 @@ def rrf(rankings: Sequence[Sequence[str]], k: float = DEFAULT_RANK_CONSTANT) -> 
         for rank, doc in enumerate(ids, start=1):
             ranks.setdefault(doc, [None] * len(rankings))[i] = rank
     fused = [
-        Fused(doc, sum(1.0 / (k + r) for r in rs if r is not None), tuple(rs))
+        # fsum is exactly rounded, so equal rank multisets give bit-equal scores in any list order
+        Fused(doc, math.fsum(1.0 / (k + r) for r in rs if r is not None), tuple(rs))
         for doc, rs in ranks.items()
     ]
     fused.sort(key=lambda f: (-f.score, f.doc_id))
@@ -91,7 +92,7 @@ def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float])
     fused = [
         Fused(
             d,
-            sum(w * n.get(d, 0.0) for w, n in zip(weights, norm, strict=True)),
+            math.fsum(w * n.get(d, 0.0) for w, n in zip(weights, norm, strict=True)),
             tuple(r.get(d) for r in rank_of),
         )
         for d in docs

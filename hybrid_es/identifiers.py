@@ -13,7 +13,11 @@ MAX_IDS = 20
 # Alphanumeric groups joined by - _ / . with at least one digit somewhere (KYO-H12,
 # JPN-2026-0417, INV_0042), or a letters+digits token (H12, A320) of 3+ characters.
 _JOINED = re.compile(r"(?<![\w-])[A-Za-z0-9]+(?:[-_/.][A-Za-z0-9]+)+(?![\w-])")
-_MIXED = re.compile(r"(?<![\w-])(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{3,}(?![\w-])")
+# Not when joined to more id by / or . (KYO/H12 is one identifier, not also H12).
+_MIXED = re.compile(
+    r"(?<![\w-])(?<!\w[/.])(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{3,}"
+    r"(?![\w-])(?![/.]\w)"
+)
 
 
 def extract_identifiers(text: str) -> list[str]:

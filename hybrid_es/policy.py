@@ -174,7 +174,7 @@ def rules(principal: Principal, scope: RequestScope, now: datetime) -> list[Rule
                 [{"exists": {"field": "superseded_by"}}],
                 lambda s: RuleOutcome(
                     rule="current-version",
-                    passed=not s.get("superseded_by"),
+                    passed=s.get("superseded_by") is None,
                     detail=f"v{s.get('version')} current"
                     if not s.get("superseded_by")
                     else f"v{s.get('version')} superseded by {s.get('superseded_by')}",

@@ -171,6 +171,8 @@ def _check_retriever(node: Any, policy: dict[str, Any]) -> int:
     if not isinstance(node, dict) or len(node) != 1:
         raise PolicyViolationError(f"malformed retriever {str(node)[:80]}")
     ((kind, spec),) = node.items()
+    if not isinstance(spec, dict):
+        raise PolicyViolationError(f"malformed {kind} retriever")
     if kind in ("rrf", "linear"):
         children = spec.get("retrievers") or []
         if not children:

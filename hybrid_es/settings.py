@@ -41,6 +41,8 @@ class Settings(BaseSettings):
         """The URL without any user:password part, safe for messages and logs."""
         parts = urlsplit(self.url)
         host = parts.hostname or ""
+        if ":" in host:  # IPv6 literal
+            host = f"[{host}]"
         if parts.port:
             host = f"{host}:{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, "", ""))

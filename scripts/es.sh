@@ -119,7 +119,7 @@ YML
   printf -- '-Xms%s\n-Xmx%s\n' "$HEAP" "$HEAP" >"$cfg/jvm.options.d/heap.options"
   if [ "$(id -u)" = 0 ]; then
     id -u "$RUN_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_USER"
-    chown -R "$RUN_USER" "$HOME_DIR"
+    chown -R "$RUN_USER:" "$HOME_DIR"
     # the user must be able to reach the cache directory
     local d="$HOME_DIR"
     while [ "$d" != "/" ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
@@ -158,7 +158,7 @@ for tenant in sys.argv[2:]:
     print(f"hybrid-es-tenant-reader-{tenant}: {json.dumps(role)}")
 PY
   : >"$cfg/users"; : >"$cfg/users_roles"
-  [ "$(id -u)" = 0 ] && chown "$RUN_USER" "$cfg/roles.yml" "$cfg/users" "$cfg/users_roles"
+  [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$cfg/roles.yml" "$cfg/users" "$cfg/users_roles"
   for tenant in ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B}; do
     as_es "$users" useradd "reader-$tenant" -p "$PASSWORD" -r "hybrid-es-tenant-reader-$tenant" >/dev/null
   done

@@ -62,7 +62,9 @@ def caps(es, settings):  # type: ignore[no-untyped-def]
 def bootstrapped(es, caps, settings):  # type: ignore[no-untyped-def]
     from hybrid_es.bootstrap import bootstrap
 
-    bootstrap(es, caps, settings)
+    # The test cluster is the project's own and may hold templates from an older checkout (the
+    # node's data directory is cached between runs): the tree's templates are the ones under test.
+    bootstrap(es, caps, settings, force=True)
     return True
 
 

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.integration
 INTEG_ZIP_MODULES = ("apm", "transport-netty4", "x-pack-core", "x-pack-security")
 
 
-def test_bootstrap_installs_everything_and_a_second_run_changes_nothing(es, caps, settings):
+def test_bootstrap_installs_everything_and_a_second_run_changes_nothing(
+    es, caps, settings, bootstrapped
+):
     bootstrap(es, caps, settings)
     second = bootstrap(es, caps, settings)
     assert second.applied
@@ -30,7 +32,9 @@ def test_bootstrap_installs_everything_and_a_second_run_changes_nothing(es, caps
     assert {a.status for a in check.actions} == {"unchanged"}
 
 
-def test_a_conflicting_template_is_refused_and_nothing_is_overwritten(es, caps, settings):
+def test_a_conflicting_template_is_refused_and_nothing_is_overwritten(
+    es, caps, settings, bootstrapped
+):
     bootstrap(es, caps, settings)
     tampered = {
         "template": {"settings": {"index": {"refresh_interval": "30s"}}},

@@ -1,0 +1,163 @@
+"""Chunking: heading paths, size bound, overlap, CJK text, argument checks."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hybrid_es.chunking import chunk_text, estimate_tokens
+
+
+def _sentence(prefix: str, words: int) -> str:
+    return " ".join(f"{prefix}{i}" for i in range(words)) + "."
+
+
+def test_estimate_tokens_counts_words_and_cjk_characters():
+    assert estimate_tokens("two words") == 2
+    assert estimate_tokens("酒店合约") == 4
+    assert estimate_tokens("KYO-H12 合约") == 1 + 2
+
+
+def test_heading_paths_follow_markdown_nesting():
+    text = "\n".join(
+        [
+            "intro line.",
+            "# Contract",
+            "terms apply.",
+            "## Rates",
+            "april rate.",
+            "### Accessible room",
+            "roll-in shower.",
+            "## Cancellation",
+            "free until 7 days.",
+            "# Annex ##",
+            "annex text.",
+        ]
+    )
+    got = [(c.heading_path, c.text) for c in chunk_text(text)]
+    assert got == [
+        ((), "intro line."),
+        (("Contract",), "terms apply."),
+        (("Contract", "Rates"), "april rate."),
+        (("Contract", "Rates", "Accessible room"), "roll-in shower."),
+        # A heading of the same level replaces its sibling, not the parent.
+        (("Contract", "Cancellation"), "free until 7 days."),
+        # Closing hashes are not part of the title.
+        (("Annex",), "annex text."),
+    ]
+
+
+def test_chunks_are_numbered_in_order():
+    text = "# A\none.\n# B\ntwo.\n# C\nthree."
+    assert [c.number for c in chunk_text(text)] == [0, 1, 2]
+
+
+def test_heading_without_text_yields_no_chunk():
+    assert [c.heading_path for c in chunk_text("# Empty\n# Full\nbody.")] == [("Full",)]
+
+
+def test_empty_text_yields_no_chunks():
+    assert chunk_text("") == []
+    assert chunk_text("\n\n  \n") == []
+
+
+def test_short_text_is_one_chunk():
+    (chunk,) = chunk_text("First sentence. Second sentence.")
+    assert chunk.text == "First sentence. Second sentence."
+
+
+def test_overlap_repeats_the_tail_of_the_previous_chunk():
+    s1, s2, s3 = _sentence("a", 10), _sentence("b", 4), _sentence("c", 10)
+    chunks = chunk_text(f"{s1} {s2} {s3}", size=16, overlap=4)
+    assert [c.text for c in chunks] == [f"{s1} {s2}", f"{s2} {s3}"]
+
+
+def test_without_overlap_nothing_repeats():
+    s1, s2, s3 = _sentence("a", 10), _sentence("b", 4), _sentence("c", 10)
+    chunks = chunk_text(f"{s1} {s2} {s3}", size=16, overlap=0)
+    assert [c.text for c in chunks] == [f"{s1} {s2}", s3]
+
+
+def test_chunk_with_overlap_still_respects_size():
+    # The 4-token tail of chunk 0 is carried over; adding the 14-token sentence to it would make
+    # 18 tokens, so the tail must be dropped (or the sentence moved) to stay within size 16.
+    s1, s2, s3 = _sentence("a", 10), _sentence("b", 4), _sentence("c", 14)
+    chunks = chunk_text(f"{s1} {s2} {s3}", size=16, overlap=4)
+    assert [estimate_tokens(c.text) for c in chunks if estimate_tokens(c.text) > 16] == []
+
+
+def test_long_sentence_is_hard_split_by_words():
+    chunks = chunk_text(_sentence("w", 50), size=16, overlap=0)
+    assert [estimate_tokens(c.text) for c in chunks] == [16, 16, 16, 2]
+    assert " ".join(c.text for c in chunks) == _sentence("w", 50)
+
+
+def test_single_unbreakable_token_may_exceed_size_with_a_real_tokenizer():
+    # With a model tokenizer one word can count as many tokens; it cannot be split further.
+    def chars(text: str) -> int:
+        return len(text.replace(" ", ""))
+
+    word = "x" * 40
+    chunks = chunk_text(f"ab cd {word} ef", size=16, overlap=0, count=chars)
+    assert word in [c.text for c in chunks]
+    assert all(chars(c.text) <= 16 for c in chunks if c.text != word)
+
+
+def test_cjk_text_is_chunked_by_characters():
+    # One long sentence without spaces: it can only be split between characters.
+    text = "无障碍双床房配有无障碍淋浴间" * 4 + "。"
+    chunks = chunk_text(text, size=16, overlap=0)
+    assert "".join(c.text for c in chunks) == text
+    # 56 characters in pieces of 16; the full stop is not an ideograph and counts as a word.
+    assert [estimate_tokens(c.text) for c in chunks] == [16, 16, 16, 56 - 3 * 16 + 1]
+
+
+def test_cjk_sentences_split_at_the_full_stop():
+    s1, s2 = "无障碍双床房配有无障碍淋浴间。", "从大堂到客房全程无台阶。"
+    chunks = chunk_text(s1 + s2, size=16, overlap=0)
+    assert [c.text for c in chunks] == [s1, s2]
+
+
+def test_cjk_sentence_with_a_comma_is_still_split_by_characters():
+    # A full-width comma (U+FF0C) is not a sentence end and not in the CJK ideograph ranges:
+    # the text after it must still be split character by character.
+    text = "酒店供应商合约\uff0c" + "无障碍双床房配有无障碍淋浴间" * 3 + "。"
+    chunks = chunk_text(text, size=16, overlap=0)
+    assert "".join(c.text for c in chunks) == text
+    assert max(estimate_tokens(c.text) for c in chunks) <= 16
+
+
+words = st.text(alphabet="abcdef", min_size=1, max_size=6)
+sentences = st.lists(words, min_size=1, max_size=20).map(lambda ws: " ".join(ws) + ".")
+
+
+@settings(database=None, max_examples=200)
+@given(
+    sentences=st.lists(sentences, min_size=1, max_size=12),
+    size=st.integers(min_value=16, max_value=40),
+    overlap_fraction=st.floats(min_value=0, max_value=0.49),
+)
+def test_no_chunk_exceeds_size_for_latin_text(sentences, size, overlap_fraction):
+    overlap = min(int(size * overlap_fraction), size // 2 - 1)
+    chunks = chunk_text(" ".join(sentences), size=size, overlap=overlap)
+    # The estimate counts each word as one token, so every word is breakable and no chunk
+    # has an excuse to be larger than size.
+    assert max(estimate_tokens(c.text) for c in chunks) <= size
+    # Nothing is lost: every sentence appears in some chunk.
+    joined = " ".join(c.text for c in chunks)
+    assert all(s in joined for s in sentences if estimate_tokens(s) <= size)
+
+
+@pytest.mark.parametrize(
+    ("size", "overlap"),
+    [(15, 0), (0, 0), (16, 8), (16, -1), (100, 50), (100, 60)],
+)
+def test_invalid_size_or_overlap_is_rejected(size, overlap):
+    with pytest.raises(ValueError, match="size >= 16"):
+        chunk_text("text.", size=size, overlap=overlap)
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(16, 0), (16, 7), (100, 49)])
+def test_boundary_size_and_overlap_are_accepted(size, overlap):
+    assert [c.text for c in chunk_text("text.", size=size, overlap=overlap)] == ["text."]

@@ -1,0 +1,268 @@
+"""The JSON under es_templates/: parses, composes, maps every policy field, renders roles."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from hybrid_es.errors import ConfigurationError
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.policy import authorize, policy_filter
+from hybrid_es.templates import (
+    ANALYSIS_TEMPLATE,
+    HASH_KEY,
+    TENANT_PLACEHOLDER,
+    Template,
+    diff,
+    fingerprint,
+    load_templates,
+    render_role,
+    templates_dir,
+    with_fingerprint,
+)
+
+ROOT = Path(__file__).resolve().parents[2] / "es_templates"
+JSON_FILES = sorted(ROOT.rglob("*.json"))
+NDJSON_FILES = sorted(ROOT.rglob("*.ndjson"))
+
+
+def _chunks_template(profile="standard"):
+    (t,) = [
+        t for t in load_templates(profile) if t.kind == "index" and t.name == "hybrid-es-chunks"
+    ]
+    return t
+
+
+def _chunk_properties():
+    return _chunks_template().body["template"]["mappings"]["properties"]
+
+
+def test_the_source_tree_templates_are_found():
+    assert templates_dir() == ROOT
+    assert JSON_FILES  # guards the parametrisation below against an empty glob
+
+
+@pytest.mark.parametrize("path", JSON_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_json_template_parses_to_an_object(path):
+    assert isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+
+
+@pytest.mark.parametrize("path", NDJSON_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_ndjson_line_parses(path):
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    assert lines
+    assert all(isinstance(json.loads(ln), dict) for ln in lines)
+
+
+@pytest.mark.parametrize("profile", ["standard", "full"])
+def test_components_come_before_index_templates(profile):
+    kinds = [t.kind for t in load_templates(profile)]
+    assert kinds == sorted(kinds, key=["component", "index"].index)
+    assert kinds.count("component") >= 1 and kinds.count("index") >= 1
+
+
+@pytest.mark.parametrize("profile", ["standard", "full"])
+def test_exactly_one_analysis_template_from_the_chosen_profile(profile):
+    templates = load_templates(profile)
+    (analysis,) = [t for t in templates if t.name == ANALYSIS_TEMPLATE]
+    assert analysis.source.name == f"{ANALYSIS_TEMPLATE}-{profile}.json"
+    # The profile files themselves are never installed under their own names.
+    assert not [t for t in templates if t.name.startswith(ANALYSIS_TEMPLATE + "-")]
+
+
+def test_profiles_differ_only_in_the_analysis_template():
+    standard = {t.name: t.body for t in load_templates("standard")}
+    full = {t.name: t.body for t in load_templates("full")}
+    assert standard.keys() == full.keys()
+    assert [n for n in standard if standard[n] != full[n]] == [ANALYSIS_TEMPLATE]
+
+
+@pytest.mark.parametrize("profile", ["standard", "full"])
+def test_every_composed_component_exists(profile):
+    templates = load_templates(profile)
+    components = {t.name for t in templates if t.kind == "component"}
+    for t in templates:
+        if t.kind == "index":
+            assert set(t.body["composed_of"]) <= components, t.name
+
+
+def test_unknown_component_is_refused(tmp_path):
+    (tmp_path / "component").mkdir()
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "x.json").write_text('{"composed_of": ["missing"]}', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="unknown component templates"):
+        load_templates(directory=tmp_path)
+
+
+def test_invalid_json_is_a_configuration_error(tmp_path):
+    (tmp_path / "component").mkdir()
+    (tmp_path / "index").mkdir()
+    (tmp_path / "component" / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="not valid JSON"):
+        load_templates(directory=tmp_path)
+
+
+def _fields(node):
+    """Every field name a query clause refers to."""
+    if isinstance(node, list):
+        return {f for n in node for f in _fields(n)}
+    if not isinstance(node, dict):
+        return set()
+    out = set()
+    for key, value in node.items():
+        if key in ("term", "terms", "range"):
+            out |= {f for f in value if f != "boost"}
+        elif key == "exists":
+            out.add(value["field"])
+        else:
+            out |= _fields(value)
+    return out
+
+
+FULL_SCOPE = RequestScope(
+    stay_from=date(2026, 4, 10),
+    stay_to=date(2026, 4, 14),
+    booking_ids=("JPN-2026-0417",),
+    property_ids=("PROP-KYO-12",),
+    jurisdictions=("JP",),
+    source_types=("contract",),
+)
+PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+
+
+def test_chunk_mapping_has_every_field_the_policy_filter_references():
+    # A policy clause on an unmapped field matches nothing (or everything, for must_not) without
+    # any error from Elasticsearch: the mapping must know every field.
+    used = _fields(policy_filter(PRINCIPAL, FULL_SCOPE, NOW))
+    used |= _fields(policy_filter(PRINCIPAL, RequestScope(), NOW))
+    assert {"tenant", "acl_users", "acl_groups", "superseded_by", "jurisdiction"} <= used
+    assert sorted(used - set(_chunk_properties())) == []
+
+
+def test_policy_fields_are_keyword_date_or_boolean():
+    # Exact matching: a text field would be analysed and match fragments of a tenant or group.
+    props = _chunk_properties()
+    used = _fields(policy_filter(PRINCIPAL, FULL_SCOPE, NOW))
+    assert {props[f]["type"] for f in used} <= {"keyword", "date", "boolean"}
+
+
+@pytest.mark.parametrize(
+    ("field", "scope_key"),
+    [
+        ("booking_ids", "booking_ids"),
+        ("property_ids", "property_ids"),
+        ("jurisdiction", "jurisdictions"),
+    ],
+)
+def test_recheck_and_index_agree_on_case(field, scope_key):
+    # authorize() must judge a record as the Elasticsearch clause does. If the re-check admits a
+    # value that differs only in case, the keyword field has to lowercase through a normalizer
+    # (so `terms` matches it too); otherwise the two drift apart.
+    scope = RequestScope(**{scope_key: ("ab-12",)})
+    src = {"tenant": "demo-A", "acl_groups": ["*"], field: ["AB-12"]}
+    if field != "booking_ids":
+        src["booking_ids"] = []
+    recheck_ignores_case = authorize(PRINCIPAL, scope, NOW, src).allowed
+    props = _chunk_properties()
+    analysis = next(t for t in load_templates() if t.name == ANALYSIS_TEMPLATE).body
+    normalizer = analysis["template"]["settings"]["analysis"]["normalizer"].get(
+        props[field].get("normalizer"), {}
+    )
+    index_ignores_case = "lowercase" in normalizer.get("filter", [])
+    assert recheck_ignores_case == index_ignores_case
+
+
+def test_dense_vector_has_384_dims_and_explicit_index_options():
+    vectors = {n: p for n, p in _chunk_properties().items() if p["type"] == "dense_vector"}
+    assert list(vectors) == ["embedding"]
+    embedding = vectors["embedding"]
+    assert embedding["dims"] == 384
+    assert embedding["index"] is True
+    assert embedding["similarity"] == "cosine"
+    # Explicit, so a server default change cannot silently change the index.
+    assert embedding["index_options"]["type"]
+
+
+def test_chunk_mapping_is_strict():
+    assert _chunks_template().body["template"]["mappings"]["dynamic"] == "strict"
+
+
+def test_render_role_fills_the_tenant_everywhere():
+    name, body = render_role("demo-A")
+    assert name == "hybrid-es-tenant-reader-demo-A"
+    text = json.dumps(body)
+    assert TENANT_PLACEHOLDER not in text
+    assert "description" not in body
+    for entry in body["indices"]:
+        assert entry["query"] == {"term": {"tenant": "demo-A"}}
+    assert body["metadata"]["tenant"] == "demo-A"
+
+
+@pytest.mark.parametrize("tenant", ['demo"A', "demo{A", "demo}A", "demo\\A", "", " demo-A"])
+def test_render_role_refuses_unsafe_tenant_ids(tenant):
+    with pytest.raises(ConfigurationError, match="invalid tenant"):
+        render_role(tenant)
+
+
+def test_fingerprint_is_stable_and_key_order_free():
+    body = {"b": [1, 2], "a": {"y": 1, "x": "é"}}
+    reordered = {"a": {"x": "é", "y": 1}, "b": [1, 2]}
+    assert fingerprint(body) == fingerprint(reordered)
+    assert len(fingerprint(body)) == 64
+    assert fingerprint(body) != fingerprint({**body, "b": [2, 1]})
+
+
+def test_fingerprint_ignores_the_recorded_hash():
+    body = {"_meta": {"managed_by": "hybrid-es"}, "x": 1}
+    stamped = {"_meta": {"managed_by": "hybrid-es", HASH_KEY: "0" * 64}, "x": 1}
+    assert fingerprint(stamped) == fingerprint(body)
+    # Other _meta keys still count.
+    assert fingerprint({"_meta": {"managed_by": "other"}, "x": 1}) != fingerprint(body)
+
+
+def test_fingerprint_does_not_modify_its_argument():
+    stamped = {"_meta": {HASH_KEY: "abc"}}
+    fingerprint(stamped)
+    assert stamped == {"_meta": {HASH_KEY: "abc"}}
+
+
+def test_with_fingerprint_stamps_a_copy():
+    t = _chunks_template()
+    stamped = with_fingerprint(t)
+    assert stamped["_meta"][HASH_KEY] == t.fingerprint
+    assert HASH_KEY not in t.body["_meta"]
+    assert fingerprint(stamped) == t.fingerprint
+
+
+def test_file_fingerprints_are_distinct():
+    templates = load_templates()
+    prints = [t.fingerprint for t in templates]
+    assert len(set(prints)) == len(prints)
+    assert all(isinstance(t, Template) for t in templates)
+
+
+def test_diff_shows_a_changed_value():
+    desired = {"template": {"settings": {"number_of_replicas": 1}}}
+    installed = {"template": {"settings": {"index": {"number_of_replicas": "0"}}}}
+    text = diff(installed, desired, "hybrid-es-settings")
+    assert "--- hybrid-es-settings (installed)" in text
+    assert "+++ hybrid-es-settings (file)" in text
+    assert '-      "number_of_replicas": "0"' in text
+    assert '+      "number_of_replicas": "1"' in text
+
+
+def test_diff_is_empty_for_the_same_body_as_elasticsearch_returns_it():
+    # ES flattens settings under "index." and returns scalars as strings; the hash is ignored.
+    desired = {
+        "template": {"settings": {"number_of_shards": 1, "codec": "default"}},
+        "_meta": {"managed_by": "hybrid-es"},
+    }
+    installed = {
+        "template": {"settings": {"index": {"number_of_shards": "1", "codec": "default"}}},
+        "_meta": {"managed_by": "hybrid-es", HASH_KEY: "abc"},
+    }
+    assert diff(installed, desired, "t") == ""
