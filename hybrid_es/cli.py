@@ -6,18 +6,15 @@ context that an application hands to the library.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from datetime import date
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from hybrid_es.cli_common import client, console, emit_json, err_console, settings
 from hybrid_es.errors import HybridEsError, TemplateConflictError
 from hybrid_es.searcher import FusionMode
 from hybrid_es.settings import Settings
@@ -27,28 +24,12 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Permission-safe hybrid retrieval for Elasticsearch.",
 )
-console = Console()
-err_console = Console(stderr=True)
 _state: dict[str, bool] = {"debug": False}
 
 
 @app.callback()
 def _root(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False) -> None:
     _state["debug"] = debug
-
-
-def _settings() -> Settings:
-    return Settings()
-
-
-def _client(settings: Settings) -> Any:
-    from hybrid_es.client import make_client
-
-    return make_client(settings)
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
 # -- bootstrap -------------------------------------------------------------------------------
@@ -59,10 +40,10 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
     """Probe the cluster and print what it can do."""
     from hybrid_es.capabilities import probe
 
-    s = _settings()
-    caps = probe(_client(s), url=s.redacted_url())
+    s = settings()
+    caps = probe(client(s), url=s.redacted_url())
     if as_json:
-        _emit_json(caps.model_dump())
+        emit_json(caps.model_dump())
         return
     _print_caps(caps, s)
 
@@ -96,12 +77,12 @@ def bootstrap(
     from hybrid_es.bootstrap import bootstrap as run_bootstrap
     from hybrid_es.capabilities import probe
 
-    s = _settings()
-    client = _client(s)
-    caps = probe(client, url=s.redacted_url())
+    s = settings()
+    es = client(s)
+    caps = probe(es, url=s.redacted_url())
     try:
         report = run_bootstrap(
-            client, caps, s, force=force, check=check, tenants=tuple(tenant or ())
+            es, caps, s, force=force, check=check, tenants=tuple(tenant or ())
         )
     except TemplateConflictError as exc:
         for name, d in exc.diffs.items():
@@ -114,7 +95,7 @@ def bootstrap(
 
         imported = import_saved_objects(kibana, s)
     if as_json:
-        _emit_json(
+        emit_json(
             {
                 "capabilities": caps.model_dump(),
                 "applied": report.applied,
@@ -142,78 +123,6 @@ def bootstrap(
             console.print(f"Kibana: imported {imported} saved object(s)")
         _print_caps(caps, s)
     if check and any(a.status in ("missing", "conflict") for a in report.actions):
-        raise typer.Exit(1)
-
-
-# -- ingest ----------------------------------------------------------------------------------
-
-
-@app.command()
-def ingest(
-    path: Annotated[Path, typer.Argument(help="A JSONL file of documents.")],
-    tenant: Annotated[str | None, typer.Option(help="Tenant for documents that name none.")] = None,
-    embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
-    fail_fast: Annotated[bool, typer.Option(help="Stop at the first bad line.")] = False,
-    dry_run: Annotated[bool, typer.Option(help="Validate and chunk only; write nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.indexer import Ingestor, build_chunk_records
-    from hybrid_es.loaders import LoadReport, load_jsonl
-
-    s = _settings()
-    t0 = time.perf_counter()
-    load = LoadReport()
-    docs = list(load_jsonl(path, report=load, tenant=tenant, fail_fast=fail_fast))
-    for e in load.errors:
-        err_console.print(f"[red]skipped[/red] {e}")
-    if dry_run:
-        from datetime import UTC, datetime
-
-        n = sum(
-            len(build_chunk_records(d, now=datetime.now(UTC), embedding_model="dry-run"))
-            for d in docs
-        )
-        summary: dict[str, Any] = {
-            "documents": len(docs),
-            "chunks": n,
-            "bad_lines": len(load.errors),
-        }
-    else:
-        emb = make_embedder(embedder or s.embedder)
-        ing = Ingestor(_client(s), emb, index=s.chunks_index)
-        with Progress(
-            TextColumn("ingest"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            disable=as_json,
-        ) as bar:
-            task = bar.add_task("docs", total=len(docs))
-            rep = ing.ingest(docs, progress=lambda n: bar.advance(task, n))
-        summary = {
-            "documents": rep.documents,
-            "chunks": rep.chunks,
-            "skipped_unchanged": rep.skipped_unchanged,
-            "superseded": rep.superseded,
-            "removed_chunks": rep.removed_chunks,
-            "failed": len(rep.failed),
-            "bad_lines": len(load.errors),
-            "watermarks": rep.watermarks,
-        }
-    summary["seconds"] = round(time.perf_counter() - t0, 2)
-    if as_json:
-        _emit_json(summary)
-    else:
-        t = Table(title=f"ingest {path}")
-        t.add_column("what")
-        t.add_column("value", justify="right")
-        for k, v in summary.items():
-            t.add_row(k, str(v))
-        console.print(t)
-    if load.errors:
         raise typer.Exit(1)
 
 
@@ -249,7 +158,7 @@ def search(
     from hybrid_es.reranker import CrossEncoderReranker
     from hybrid_es.searcher import HybridSearcher
 
-    s = _settings()
+    s = settings()
     stay_from = stay_to = None
     if stay:
         a, _, b = stay.partition("..")
@@ -274,7 +183,7 @@ def search(
     emb.embed_queries(["warm-up"])  # model load is reported apart from the per-query timings
     load_ms = (time.perf_counter() - t_load) * 1000
     searcher = HybridSearcher(
-        _client(s),
+        client(s),
         emb,
         index=s.chunks_index,
         reranker=reranker,
@@ -290,7 +199,7 @@ def search(
         rerank_depth=min(s.rerank_depth, searcher.params.window),
     )
     if as_json:
-        _emit_json(resp.model_dump(mode="json", exclude={"hits": {"__all__": {"source"}}}))
+        emit_json(resp.model_dump(mode="json", exclude={"hits": {"__all__": {"source"}}}))
         return
     t = Table(title=f"{query!r} as {tenant}/{user}")
     t.add_column("#", justify="right")
@@ -326,6 +235,16 @@ def _fusion_mode(value: str) -> FusionMode:
     if value not in ("auto", "native", "client"):
         raise typer.BadParameter(f"--fusion must be auto, native or client, not {value!r}")
     return value  # type: ignore[return-value]
+
+
+def _register() -> None:
+    """Commands that live in their own modules (one concept per file)."""
+    from hybrid_es import cli_ingest
+
+    app.command(name="ingest")(cli_ingest.ingest)
+
+
+_register()
 
 
 def main() -> None:
