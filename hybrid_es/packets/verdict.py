@@ -1,0 +1,150 @@
+"""Revalidation before every reuse: pure decision logic over observed dependencies.
+
+Verdicts, in order of precedence:
+
+- ``deny``: the caller is another tenant, or a member is no longer authorized for the caller
+  (revoked scope). The affected members are listed for discarding; nothing is released.
+- ``withhold``: the packet has expired and its sources cannot be reached: no current factual
+  claim may be released from it.
+- ``unverified``: a dependency cannot be checked (cluster unreachable or timing out). Never a hit.
+- ``refresh_required``: a dependency changed (reasons name which): member version or content,
+  deletion, applicability, corpus watermark, caller scope version, policy version, query scope,
+  or expiry.
+- ``reuse``: everything checked and unchanged, before expiry.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from hybrid_es.models import Principal
+from hybrid_es.packets.manifest import Manifest, QueryScope
+
+VerdictKind = Literal["reuse", "refresh_required", "deny", "unverified", "withhold"]
+
+
+class MemberState(BaseModel):
+    """What the chunks index says about a member now, judged for the current caller."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    exists: bool
+    version: int | None = None
+    chunk_hash: str | None = None
+    deleted: bool = False
+    authorized: bool = True
+    """tenant and ACL still admit the caller"""
+    applicable: bool = True
+    """current version, validity, embargo, retention still hold for the packet's scope"""
+    detail: str = ""
+
+
+class Observations(BaseModel):
+    """The dependencies as looked up now; ``unavailable`` when they could not be looked up."""
+
+    model_config = ConfigDict(frozen=True)
+
+    unavailable: str | None = None
+    corpus_watermark: int | None = None
+    policy_version: str | None = None
+    members: tuple[MemberState, ...] = ()
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: VerdictKind
+    reasons: tuple[str, ...] = ()
+    discard: tuple[str, ...] = ()
+    """chunk ids to drop from any context built on this packet"""
+
+    @property
+    def releasable(self) -> bool:
+        return self.kind == "reuse"
+
+
+def revalidate(
+    manifest: Manifest,
+    caller: Principal,
+    now: datetime,
+    observed: Observations,
+    *,
+    query_scope: QueryScope | None = None,
+) -> Verdict:
+    """Decide whether ``manifest`` may be reused for ``caller`` at ``now``."""
+    if caller.tenant != manifest.tenant:
+        return Verdict(
+            kind="deny",
+            reasons=(f"caller tenant {caller.tenant} does not own packet of {manifest.tenant}",),
+            discard=tuple(m.chunk_id for m in manifest.members),
+        )
+    expired = now >= manifest.expires_at
+    if observed.unavailable is not None:
+        if expired:
+            return Verdict(
+                kind="withhold",
+                reasons=(
+                    f"packet expired at {manifest.expires_at.isoformat()} and its sources are "
+                    f"unavailable ({observed.unavailable}): no current factual claims",
+                ),
+            )
+        return Verdict(
+            kind="unverified", reasons=(f"dependencies cannot be checked: {observed.unavailable}",)
+        )
+
+    states = {s.chunk_id: s for s in observed.members}
+    revoked = [
+        m.chunk_id
+        for m in manifest.members
+        if states.get(m.chunk_id) is not None and not states[m.chunk_id].authorized
+    ]
+    if revoked:
+        return Verdict(
+            kind="deny",
+            reasons=(
+                f"caller scope {caller.scope_version} no longer admits {len(revoked)} member(s)",
+            ),
+            discard=tuple(revoked),
+        )
+
+    reasons: list[str] = []
+    for m in manifest.members:
+        s = states.get(m.chunk_id)
+        if s is None:
+            return Verdict(kind="unverified", reasons=(f"member {m.chunk_id} was not checked",))
+        if not s.exists:
+            reasons.append(f"deletion_state: {m.chunk_id} no longer exists")
+        elif s.deleted:
+            reasons.append(f"deletion_state: {m.source_id} was deleted")
+        elif s.version != m.version:
+            reasons.append(f"member_versions: {m.source_id} v{m.version} -> v{s.version}")
+        elif s.chunk_hash != m.chunk_hash:
+            reasons.append(f"member_versions: {m.source_id} content changed")
+        elif not s.applicable:
+            reasons.append(f"member_versions: {m.source_id} no longer applies ({s.detail})")
+    if observed.corpus_watermark is None:
+        return Verdict(kind="unverified", reasons=("corpus watermark was not checked",))
+    if observed.corpus_watermark != manifest.corpus_watermark:
+        reasons.append(
+            f"corpus_watermark: {manifest.corpus_watermark} -> "
+            f"{observed.corpus_watermark} (new or corrected evidence)"
+        )
+    if caller.scope_version != manifest.principal_scope_version:
+        reasons.append(
+            f"principal_scope_version: {manifest.principal_scope_version} -> {caller.scope_version}"
+        )
+    if observed.policy_version is None:
+        return Verdict(kind="unverified", reasons=("policy version was not checked",))
+    if observed.policy_version != manifest.policy_version:
+        reasons.append(f"policy_version: {manifest.policy_version} -> {observed.policy_version}")
+    if query_scope is not None and query_scope.digest() != manifest.query_scope.digest():
+        reasons.append("query_scope: the follow-up asks about a different scope")
+    if expired:
+        reasons.append(f"expired at {manifest.expires_at.isoformat()}")
+    if reasons:
+        return Verdict(kind="refresh_required", reasons=tuple(reasons))
+    return Verdict(kind="reuse", reasons=("all dependencies unchanged, before expiry",))
