@@ -145,9 +145,51 @@ def _plan_indices(
         settings.corpus_state_index,
     ):
         if client.indices.exists(index=index):
-            report.actions.append(Action("index", index, "unchanged"))
+            missing = _missing_fields(client, index)
+            if not missing:
+                report.actions.append(Action("index", index, "unchanged"))
+            elif apply:
+                # Templates only shape new indices; additive field changes reach existing ones here.
+                client.indices.put_mapping(index=index, properties=missing)
+                report.actions.append(
+                    Action(
+                        "index", index, "update", diff="added fields: " + ", ".join(sorted(missing))
+                    )
+                )
+            else:
+                report.actions.append(
+                    Action(
+                        "index",
+                        index,
+                        "conflict",
+                        diff="missing fields: " + ", ".join(sorted(missing)),
+                    )
+                )
         elif apply:
             client.indices.create(index=index)
             report.actions.append(Action("index", index, "create"))
         else:
             report.actions.append(Action("index", index, "missing"))
+
+
+def _missing_fields(client: Elasticsearch, index: str) -> dict[str, Any]:
+    """Fields (at any depth) that the current templates define and the existing index lacks."""
+    simulated = client.indices.simulate_index_template(name=index)
+    want = simulated["template"].get("mappings", {}).get("properties", {})
+    (current,) = client.indices.get_mapping(index=index).body.values()
+    return _props_missing(want, current["mappings"].get("properties", {}))
+
+
+def _props_missing(want: dict[str, Any], have: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, spec in want.items():
+        if name not in have:
+            out[name] = spec
+        elif "properties" in spec:
+            sub = _props_missing(spec["properties"], have[name].get("properties", {}))
+            if sub:
+                out[name] = {
+                    **{k: v for k, v in spec.items() if k != "properties"},
+                    "properties": sub,
+                }
+    return out

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import date
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, settings
+from hybrid_es.cli_common import (
+    client,
+    console,
+    emit_json,
+    err_console,
+    make_scope,
+    make_searcher,
+    settings,
+)
 from hybrid_es.errors import HybridEsError, TemplateConflictError
-from hybrid_es.searcher import FusionMode
 from hybrid_es.settings import Settings
 
 app = typer.Typer(
@@ -81,9 +87,7 @@ def bootstrap(
     es = client(s)
     caps = probe(es, url=s.redacted_url())
     try:
-        report = run_bootstrap(
-            es, caps, s, force=force, check=check, tenants=tuple(tenant or ())
-        )
+        report = run_bootstrap(es, caps, s, force=force, check=check, tenants=tuple(tenant or ()))
     except TemplateConflictError as exc:
         for name, d in exc.diffs.items():
             err_console.print(f"[bold]{name}[/bold] differs:")
@@ -153,43 +157,22 @@ def search(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Hybrid search with a provenance table."""
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.models import Principal, RequestScope
-    from hybrid_es.reranker import CrossEncoderReranker
-    from hybrid_es.searcher import HybridSearcher
+    from hybrid_es.models import Principal
 
     s = settings()
-    stay_from = stay_to = None
-    if stay:
-        a, _, b = stay.partition("..")
-        try:
-            stay_from, stay_to = date.fromisoformat(a), date.fromisoformat(b)
-        except ValueError as exc:
-            raise typer.BadParameter("use --stay YYYY-MM-DD..YYYY-MM-DD") from exc
-    scope = RequestScope(
-        as_of=date.fromisoformat(as_of) if as_of else None,
-        stay_from=stay_from,
-        stay_to=stay_to,
-        booking_ids=tuple(booking or ()),
-        property_ids=tuple(prop or ()),
-        source_types=tuple(source_type or ()),
-        jurisdictions=tuple(jurisdiction or ()),
+    scope = make_scope(
+        as_of=as_of,
+        stay=stay,
+        booking=booking,
+        prop=prop,
+        source_type=source_type,
+        jurisdiction=jurisdiction,
         historical=historical,
     )
     principal = Principal(tenant=tenant, user_id=user, groups=tuple(group or ()))
-    reranker = CrossEncoderReranker(s.reranker_model) if s.reranker_model else None
-    emb = make_embedder(embedder or s.embedder)
     t_load = time.perf_counter()
-    emb.embed_queries(["warm-up"])  # model load is reported apart from the per-query timings
+    searcher = make_searcher(s, embedder, fusion)
     load_ms = (time.perf_counter() - t_load) * 1000
-    searcher = HybridSearcher(
-        client(s),
-        emb,
-        index=s.chunks_index,
-        reranker=reranker,
-        fusion=_fusion_mode(fusion or s.fusion),
-        url=s.redacted_url(),
-    )
     resp = searcher.search(
         query,
         principal,
@@ -231,17 +214,12 @@ def search(
     console.print(f"candidates: {resp.candidates}; {timing} (model load {load_ms:.0f} ms, once)")
 
 
-def _fusion_mode(value: str) -> FusionMode:
-    if value not in ("auto", "native", "client"):
-        raise typer.BadParameter(f"--fusion must be auto, native or client, not {value!r}")
-    return value  # type: ignore[return-value]
-
-
 def _register() -> None:
     """Commands that live in their own modules (one concept per file)."""
-    from hybrid_es import cli_ingest
+    from hybrid_es import cli_ingest, cli_packet
 
     app.command(name="ingest")(cli_ingest.ingest)
+    app.add_typer(cli_packet.app, name="packet")
 
 
 _register()

@@ -26,3 +26,64 @@ def client(s: Settings) -> Any:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def make_scope(
+    *,
+    as_of: str | None = None,
+    stay: str | None = None,
+    booking: list[str] | None = None,
+    prop: list[str] | None = None,
+    source_type: list[str] | None = None,
+    jurisdiction: list[str] | None = None,
+    historical: bool = False,
+) -> Any:
+    """A RequestScope from CLI options (``--stay FROM..TO``)."""
+    from datetime import date
+
+    import typer
+
+    from hybrid_es.models import RequestScope
+
+    stay_from = stay_to = None
+    try:
+        if stay:
+            a, _, b = stay.partition("..")
+            stay_from, stay_to = date.fromisoformat(a), date.fromisoformat(b)
+        day = date.fromisoformat(as_of) if as_of else None
+    except ValueError as exc:
+        raise typer.BadParameter("dates are YYYY-MM-DD; a stay is FROM..TO") from exc
+    return RequestScope(
+        as_of=day,
+        stay_from=stay_from,
+        stay_to=stay_to,
+        booking_ids=tuple(booking or ()),
+        property_ids=tuple(prop or ()),
+        source_types=tuple(source_type or ()),
+        jurisdictions=tuple(jurisdiction or ()),
+        historical=historical,
+    )
+
+
+def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None = None) -> Any:
+    """A HybridSearcher for the configured indices, its model loaded once up front."""
+    import typer
+
+    from hybrid_es.embedder import make_embedder
+    from hybrid_es.reranker import CrossEncoderReranker
+    from hybrid_es.searcher import HybridSearcher
+
+    mode = fusion or s.fusion
+    if mode not in ("auto", "native", "client"):
+        raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
+    emb = make_embedder(embedder or s.embedder)
+    emb.embed_queries(["warm-up"])  # load the model before anything is timed
+    return HybridSearcher(
+        client(s),
+        emb,
+        index=s.chunks_index,
+        reranker=CrossEncoderReranker(s.reranker_model) if s.reranker_model else None,
+        fusion=mode,  # type: ignore[arg-type]
+        url=s.redacted_url(),
+        corpus_state_index=s.corpus_state_index,
+    )

@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     reranker_model: str | None = None
     rerank_depth: int = Field(default=50, ge=1, le=1000)
     fusion: str = Field(default="auto", pattern="^(auto|native|client)$")
+    packet_ttl_minutes: float = Field(default=10.0, gt=0)
 
     def redacted_url(self) -> str:
         """The URL without any user:password part, safe for messages and logs."""

@@ -11,7 +11,8 @@ eval "$(scripts/es.sh env)"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "1. Bootstrap: templates, indices, capability report"
-hybrid-es bootstrap
+# --force: this is the demo's own local node, which may hold templates from an older checkout.
+hybrid-es bootstrap --force
 step "2. Ingest the travel fixture (English and Chinese; two tenants)"
 hybrid-es ingest tests/fixtures/travel.jsonl
 step "3. Search as demo-A, a travel agent, for the April stay (provenance table)"
@@ -26,3 +27,26 @@ hybrid-es search "KYO-H12 April roll-in shower rate" --tenant demo-A --user agen
 step "6. Tenant demo-B asks the same question and sees only its own contract"
 hybrid-es search "KYO-H12 April roll-in shower rate" --tenant demo-B --user agent-9 \
   --stay 2026-04-10..2026-04-14
+
+AGENT=(--tenant demo-A --user agent-1 --group travel-agents --scope-version scope-v3)
+step "7. Build the evidence packet for booking JPN-2026-0417"
+hybrid-es packet build JPN-2026-0417 --query "KYO-H12 April roll-in shower rate" \
+  --label KYO-H12-current-rate-and-accessibility --stay 2026-04-10..2026-04-14 \
+  --booking JPN-2026-0417 --unresolved date-specific-room-availability "${AGENT[@]}"
+PID=$(hybrid-es packet build JPN-2026-0417 --query "KYO-H12 April roll-in shower rate" \
+  --label KYO-H12-current-rate-and-accessibility --stay 2026-04-10..2026-04-14 \
+  --booking JPN-2026-0417 --unresolved date-specific-room-availability "${AGENT[@]}" --json \
+  | python -c 'import json,sys; print(json.load(sys.stdin)["manifest"]["packet_id"])')
+echo "(rebuilt once more so this run starts from a fresh version: $PID)"
+step "8. A follow-up question reuses the packet: revalidate, then render it as model context"
+hybrid-es packet render "$PID" "${AGENT[@]}" --budget 600
+step "9. The contract changes (JPY 31,500 -> 33,000): the packet must be refreshed"
+hybrid-es ingest tests/fixtures/travel-d1-rate-change.jsonl
+hybrid-es packet validate "$PID" "${AGENT[@]}" || true
+hybrid-es packet refresh "$PID" "${AGENT[@]}"
+NEXT="${PID%-packet-v*}-packet-v$(( ${PID##*-packet-v} + 1 ))"
+hybrid-es packet render "$NEXT" "${AGENT[@]}" --budget 600
+step "10. The agent loses the travel-agents group (scope-v4): deny, and the context is discarded"
+hybrid-es packet validate "$NEXT" --tenant demo-A --user agent-1 --scope-version scope-v4 || true
+step "Restore the fixture's original contract for the next run"
+hybrid-es ingest tests/fixtures/travel.jsonl

@@ -16,7 +16,7 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from hybrid_es.corpus_state import CorpusState
-from hybrid_es.errors import BadQueryError, PacketError, translate_es_error
+from hybrid_es.errors import BadQueryError, PacketError, PacketNotFoundError, translate_es_error
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.manifest import (
     Manifest,
@@ -165,20 +165,22 @@ class PacketService:
         unresolved: tuple[str, ...] = (),
         now: datetime | None = None,
     ) -> Stored:
-        """Retrieve and store version 1 of the case's packet (PacketError if one exists)."""
+        """Retrieve and store the case's packet: version 1, or the next version (superseding
+        the latest) when the case already has one."""
         if not case_id.strip():
             raise BadQueryError("a packet needs a case id, e.g. JPN-2026-0417")
         now = now or datetime.now(UTC)
         t = time.perf_counter()
-        manifest = self._assemble(
-            case_id,
-            1,
-            QueryScope(label=label, query=query, scope=scope),
-            principal,
-            now,
-            unresolved,
+        try:
+            previous: Stored | None = self.store.latest(case_id, principal.tenant)
+        except PacketNotFoundError:
+            previous = None
+        version = previous.manifest.packet_version + 1 if previous else 1
+        qs = QueryScope(label=label, query=query, scope=scope)
+        manifest = self._assemble(case_id, version, qs, principal, now, unresolved)
+        stored = (
+            self.store.supersede(previous, manifest) if previous else self.store.create(manifest)
         )
-        stored = self.store.create(manifest)
         self._done("packet_build", t, principal, manifest.packet_id, None, ())
         return stored
 
