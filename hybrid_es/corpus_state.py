@@ -32,14 +32,23 @@ class CorpusState:
             raise translate_es_error(exc, what="reading the corpus watermark") from exc
         return int(doc["_source"]["watermark"])
 
+    def bump(self, tenant: str, change: str) -> int:
+        """Move the watermark by one and return the new value.
+
+        Raises an EngineError subclass (never a transport exception) when the cluster fails.
+        """
+        try:
+            return self._bump(tenant, change)
+        except Exception as exc:  # conflicts that outlast the retries included
+            raise translate_es_error(exc, what="moving the corpus watermark") from exc
+
     @retry(
         retry=retry_if_exception_type(ConflictError),
         stop=stop_after_attempt(20),
         wait=wait_random_exponential(multiplier=0.01, max=0.5),
         reraise=True,
     )
-    def bump(self, tenant: str, change: str) -> int:
-        """Move the watermark by one and return the new value."""
+    def _bump(self, tenant: str, change: str) -> int:
         now = datetime.now(UTC).isoformat()
         try:
             doc = self.client.get(index=self.index, id=tenant)

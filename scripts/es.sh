@@ -13,6 +13,9 @@
 #   HYBRID_ES_PORT            HTTP port (default 9200)
 #   HYBRID_ES_PASSWORD        password of the built-in `elastic` user (default: hybrid-es-dev)
 #   HYBRID_ES_HEAP            JVM heap (default 1g)
+#   HYBRID_ES_INSTANCE        a name for a second, separate node from the same download
+#                             (tests that kill a node use their own; default: none)
+#   HYBRID_ES_EXTRA_CONFIG    extra elasticsearch.yml lines (e.g. a tiny write queue for 429 tests)
 #   ES_JAVA_HOME              a JDK to run it (default: the first suitable one under /usr/lib/jvm)
 set -euo pipefail
 
@@ -32,7 +35,7 @@ declare -A SHA512=(
 
 DOWNLOADS="$CACHE/downloads"
 ZIP="$DOWNLOADS/elasticsearch-$VERSION.zip"
-HOME_DIR="$CACHE/elasticsearch-$VERSION"
+HOME_DIR="$CACHE/elasticsearch-$VERSION${HYBRID_ES_INSTANCE:+-$HYBRID_ES_INSTANCE}"
 PIDFILE="$HOME_DIR/es.pid"
 URL="http://127.0.0.1:$PORT"
 
@@ -114,6 +117,7 @@ xpack.security.http.ssl.enabled: false
 xpack.security.transport.ssl.enabled: false
 xpack.license.self_generated.type: trial
 action.destructive_requires_name: false
+${HYBRID_ES_EXTRA_CONFIG:-}
 YML
   mkdir -p "$cfg/jvm.options.d"
   printf -- '-Xms%s\n-Xmx%s\n' "$HEAP" "$HEAP" >"$cfg/jvm.options.d/heap.options"

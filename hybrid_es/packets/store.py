@@ -72,6 +72,7 @@ class PacketStore:
                     }
                 },
                 seq_no_primary_term=True,
+                ignore_unavailable=True,  # no packets index yet: simply no packet
             )
         except Exception as exc:
             raise translate_es_error(exc, what="finding a packet") from exc

@@ -1,0 +1,168 @@
+"""Property-based tenant isolation against the real cluster (hypothesis).
+
+Random tenants, ACLs, versions, validity windows, deletions, embargoes and queries: for every
+principal, no hit, leg result, reranker input or packet member falls outside that principal's
+scope. The scope oracle below restates the rules independently of ``hybrid_es.policy``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hybrid_es.corpus_state import CorpusState
+from hybrid_es.documents import Document
+from hybrid_es.indexer import Ingestor
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.packets.service import PacketService
+from hybrid_es.packets.store import PacketStore
+from hybrid_es.reranker import CrossEncoderReranker
+from hybrid_es.searcher import HybridSearcher
+from tests.conftest import HashEmbedder
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime(2026, 4, 10, 12, tzinfo=UTC)
+AS_OF = date(2026, 4, 10)
+WORDS = ["contract", "rate", "April", "shower", "room", "KYO-H12", "tariff", "accessible"]
+DATES = [
+    None,
+    date(2025, 1, 1),
+    date(2026, 4, 9),
+    date(2026, 4, 10),
+    date(2026, 4, 11),
+    date(2027, 1, 1),
+]
+
+docs_st = st.lists(
+    st.fixed_dictionaries(
+        {
+            "tenant": st.sampled_from(["A", "B"]),
+            "acl_users": st.lists(st.sampled_from(["u1", "u2"]), max_size=2, unique=True),
+            "acl_groups": st.lists(st.sampled_from(["g1", "g2", "*"]), max_size=2, unique=True),
+            "valid_from": st.sampled_from(DATES),
+            "valid_to": st.sampled_from(DATES),
+            "superseded": st.booleans(),
+            "deleted": st.booleans(),
+            "embargo_days": st.sampled_from([None, -1, 1]),
+            "retention_days": st.sampled_from([None, -1, 1]),
+            "booking": st.booleans(),
+            "words": st.lists(st.sampled_from(WORDS), min_size=2, max_size=6),
+        }
+    ),
+    min_size=4,
+    max_size=10,
+)
+principal_st = st.builds(
+    lambda t, u, g: Principal(tenant=t, user_id=u, groups=tuple(g)),
+    st.sampled_from(["A", "B"]),
+    st.sampled_from(["u1", "u2", "u3"]),
+    st.lists(st.sampled_from(["g1", "g2"]), max_size=2, unique=True),
+)
+
+
+def in_scope(d: dict, p: Principal) -> bool:  # type: ignore[type-arg]
+    """The rules, restated: who may see what on AS_OF for a current-version question."""
+    if d["tenant"] != p.tenant or d["deleted"] or d["superseded"] or d["booking"]:
+        return False
+    if not (p.user_id in d["acl_users"] or set(d["acl_groups"]) & {*p.groups, "*"}):
+        return False
+    if d["embargo_days"] == 1 or d["retention_days"] == -1:
+        return False
+    vf, vt = d["valid_from"], d["valid_to"]
+    return (vf is None or vf <= AS_OF) and (vt is None or vt >= AS_OF)
+
+
+def _terms(text: str) -> set[str]:
+    import re
+
+    return {t for t in re.split(r"[^0-9a-z]+", text.lower()) if t}
+
+
+def _document(i: int, d: dict) -> Document:  # type: ignore[type-arg]
+    def days(n: int | None) -> datetime | None:
+        return None if n is None else NOW + timedelta(days=n)
+
+    return Document(
+        id=f"doc-{i}",
+        tenant=d["tenant"],
+        body=" ".join(d["words"]),
+        title="record",
+        acl_users=tuple(d["acl_users"]),
+        acl_groups=tuple(d["acl_groups"]),
+        valid_from=d["valid_from"],
+        valid_to=d["valid_to"],
+        superseded_by="doc-newer" if d["superseded"] else None,
+        deleted=d["deleted"],
+        embargo_until=days(d["embargo_days"]),
+        retention_until=days(d["retention_days"]),
+        booking_ids=("JPN-1",) if d["booking"] else (),
+    )
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    docs=docs_st,
+    principals=st.lists(principal_st, min_size=1, max_size=3),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+)
+def test_nothing_outside_scope_reaches_any_stage(
+    es, bootstrapped, tiny_cross_encoder, docs, principals, query
+):
+    tag = uuid.uuid4().hex[:8]
+    index, state_index, packets = (
+        f"hybrid-es-chunks-iso-{tag}",
+        f"hybrid-es-corpus-state-iso-{tag}",
+        f"hybrid-es-packets-iso-{tag}",
+    )
+    try:
+        emb = HashEmbedder()
+        ing = Ingestor(es, emb, index=index, corpus_state=CorpusState(es, state_index))
+        ing.ingest([_document(i, d) for i, d in enumerate(docs)], now=NOW)
+        CorpusState(es, state_index).bump("A", "test")
+        CorpusState(es, state_index).bump("B", "test")
+        allowed_by = {
+            p: {f"doc-{i}" for i, d in enumerate(docs) if in_scope(d, p)} for p in principals
+        }
+        searcher = HybridSearcher(
+            es,
+            emb,
+            index=index,
+            corpus_state_index=state_index,
+            reranker=CrossEncoderReranker(tiny_cross_encoder),
+            native_rrf=False,
+        )
+        service = PacketService(searcher, PacketStore(es, packets))
+        for p in principals:
+            resp = searcher.search(query, p, RequestScope(as_of=AS_OF), now=NOW, top_k=10)
+            seen = [
+                *resp.legs["sparse"],
+                *resp.legs["dense"],
+                *resp.reranker_inputs,
+                *(h.chunk_id for h in resp.hits),
+            ]
+            leaked = {c.split("::")[0] for c in seen} - allowed_by[p]
+            assert not leaked, f"{p} saw {leaked}"
+            # And nothing in scope is over-filtered: every in-scope record sharing a query term
+            # is found by the BM25 leg.
+            expected = {
+                f"doc-{i}"
+                for i, d in enumerate(docs)
+                if f"doc-{i}" in allowed_by[p] and _terms(" ".join(d["words"])) & _terms(query)
+            }
+            assert expected <= {c.split("::")[0] for c in resp.legs["sparse"]}
+            stored = service.build(
+                f"CASE-{p.tenant}-{p.user_id}", "iso", query, p, RequestScope(as_of=AS_OF), now=NOW
+            )
+            members = {m.source_id for m in stored.manifest.members}
+            assert members <= allowed_by[p]
+    finally:
+        es.indices.delete(index=f"{index},{state_index},{packets}", ignore_unavailable=True)
