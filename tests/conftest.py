@@ -121,3 +121,73 @@ def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
         if (src / extra).exists() and not (out / extra).exists():
             shutil.copy(src / extra, out / extra)
     return str(out)
+
+
+class HashEmbedder:
+    """A deterministic, model-free embedder for tests whose subject is not the model (fault
+    injection, load): a bag of hashed character trigrams, L2-normalised. Not a mock of anything
+    in Elasticsearch; the vectors go to the real cluster."""
+
+    model_id = "test/hashed-trigrams"
+    dims = 384
+
+    def _one(self, text: str) -> list[float]:
+        import hashlib
+        import math
+
+        v = [0.0] * self.dims
+        t = f"  {text.lower()}  "
+        for i in range(len(t) - 2):
+            h = int.from_bytes(
+                hashlib.blake2b(t[i : i + 3].encode(), digest_size=4).digest(), "big"
+            )
+            v[h % self.dims] += 1.0
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        return [x / n for x in v]
+
+    def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        return np.asarray([self._one(t) for t in texts], dtype=np.float32)
+
+    embed_passages = embed_queries
+
+
+@pytest.fixture(scope="session")
+def fault_node(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """A second, disposable node (own data directory and port) that tests may kill and restart.
+
+    Its write queue is tiny so that bulk requests meet real 429 rejections.
+    """
+    import subprocess
+
+    from hybrid_es.settings import Settings
+
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "HYBRID_ES_INSTANCE": "fault",
+        "HYBRID_ES_PORT": "9291",
+        "HYBRID_ES_EXTRA_CONFIG": "thread_pool.write.queue_size: 2\nthread_pool.write.size: 1",
+    }
+
+    def es_sh(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(root / "scripts" / "es.sh"), *args],
+            env=env,
+            text=True,
+            capture_output=True,
+            timeout=300,
+        )
+
+    started = es_sh("start")
+    if started.returncode != 0:
+        pytest.fail(f"could not start the fault-injection node: {started.stderr[-2000:]}")
+    settings = Settings(url="http://127.0.0.1:9291", max_retries=0, request_timeout=10)
+    home = Path(os.environ.get("HYBRID_ES_CACHE", Path.home() / ".cache" / "hybrid-es"))
+    yield {
+        "settings": settings,
+        "es_sh": es_sh,
+        "pidfile": next(home.glob("elasticsearch-*-fault")) / "es.pid",
+    }
+    es_sh("stop")
