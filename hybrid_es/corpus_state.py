@@ -1,7 +1,8 @@
 """The per-tenant corpus watermark: a counter that moves on every ingest, correction, supersede
 and delete. Packets record it and are refreshed when it moves.
 
-Moves use optimistic concurrency (``if_seq_no``/``if_primary_term``) and retry on conflict, so two
+Reads use GET, which is real-time, so writes need not wait for a refresh. Moves use optimistic
+concurrency (``if_seq_no``/``if_primary_term``) and retry on conflict, so two
 writers never lose an increment; no scripting module is needed.
 """
 
@@ -57,7 +58,6 @@ class CorpusState:
                 index=self.index,
                 id=tenant,
                 op_type="create",
-                refresh="wait_for",
                 document={
                     "tenant": tenant,
                     "watermark": 1,
@@ -72,7 +72,6 @@ class CorpusState:
             id=tenant,
             if_seq_no=doc["_seq_no"],
             if_primary_term=doc["_primary_term"],
-            refresh="wait_for",
             document={
                 "tenant": tenant,
                 "watermark": value,

@@ -1,0 +1,237 @@
+#!/usr/bin/env python
+"""Load run: N concurrent clients for T seconds of mixed search / packet validate / ingest
+against a real cluster on loopback. Bounded in time and count; stops by itself.
+
+    python scripts/bench_load.py --clients 4 --seconds 60            # the benchmark
+    python scripts/bench_load.py --clients 2 --seconds 5 --embedder hash --json   # CI smoke
+
+Reports throughput, p50/p95/p99 per operation, errors, and cross-tenant hits (any hit, leg
+result or packet member of another tenant). Exit status 1 when there is any error or leak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hybrid_es.bootstrap import bootstrap
+from hybrid_es.capabilities import probe
+from hybrid_es.client import make_client
+from hybrid_es.corpus_state import CorpusState
+from hybrid_es.documents import Document
+from hybrid_es.indexer import Ingestor
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.packets.service import PacketService
+from hybrid_es.packets.store import PacketStore
+from hybrid_es.searcher import HybridSearcher
+from hybrid_es.settings import Settings
+
+MAX_OPS = 100_000
+TENANTS = ("load-A", "load-B", "load-C")
+TOPICS = [
+    "contract rate April",
+    "accessible room roll-in shower",
+    "cancellation terms",
+    "breakfast included",
+    "KYO-H12 tariff",
+    "itinerary Kyoto",
+    "visa checklist",
+]
+
+
+def _embedder(name: str) -> Any:
+    if name == "hash":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+        from conftest import HashEmbedder
+
+        return HashEmbedder()
+    from hybrid_es.embedder import make_embedder
+
+    e = make_embedder(name)
+    e.embed_queries(["warm-up"])
+    return e
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    if len(xs) == 1:
+        return xs[0]
+    return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--docs-per-tenant", type=int, default=60)
+    ap.add_argument("--embedder", default="minilm", help="minilm | e5 | hash")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if not (1 <= args.clients <= 32 and 0 < args.seconds <= 600):
+        ap.error("clients must be 1..32 and seconds 0..600 (the run is bounded)")
+
+    s = Settings()
+    client = make_client(s, max_retries=2)
+    caps = probe(client, url=s.redacted_url())
+    bootstrap(client, caps, s, force=True)
+    tag = uuid.uuid4().hex[:8]
+    index, state_index, packets = (
+        f"hybrid-es-chunks-load-{tag}",
+        f"hybrid-es-corpus-state-load-{tag}",
+        f"hybrid-es-packets-load-{tag}",
+    )
+    emb = _embedder(args.embedder)
+    state = CorpusState(client, state_index)
+    ing = Ingestor(client, emb, index=index, corpus_state=state)
+    rnd = random.Random(7)
+    docs = [
+        Document(
+            id=f"{t}-doc-{i}",
+            tenant=t,
+            title=f"{t} record {i}",
+            body=f"{rnd.choice(TOPICS)}. {rnd.choice(TOPICS)} for {t}, item {i}.",
+        )
+        for t in TENANTS
+        for i in range(args.docs_per_tenant)
+    ]
+    t0 = time.perf_counter()
+    ing.ingest(docs)
+    setup_s = time.perf_counter() - t0
+    searcher = HybridSearcher(client, emb, index=index, corpus_state_index=state_index)
+    service = PacketService(searcher, PacketStore(client, packets))
+    pids = {}
+    for t in TENANTS:
+        p = Principal(tenant=t, user_id="agent")
+        pids[t] = service.build(
+            f"CASE-{t}", "load", "contract rate April", p, RequestScope()
+        ).manifest.packet_id
+
+    lat: dict[str, list[float]] = {"search": [], "packet_validate": [], "ingest": []}
+    errors: list[str] = []
+    leaks: list[str] = []
+    lock = threading.Lock()
+    deadline = time.perf_counter() + args.seconds
+    counter = iter(range(MAX_OPS))
+
+    def worker(wid: int) -> None:
+        r = random.Random(wid)
+        while time.perf_counter() < deadline:
+            try:
+                n = next(counter)
+            except StopIteration:
+                return
+            tenant = r.choice(TENANTS)
+            p = Principal(tenant=tenant, user_id="agent")
+            op = r.choices(["search", "packet_validate", "ingest"], [0.7, 0.2, 0.1])[0]
+            start = time.perf_counter()
+            try:
+                if op == "search":
+                    resp = searcher.search(r.choice(TOPICS), p, RequestScope(), rerank=False)
+                    ids = [*resp.legs["sparse"], *resp.legs["dense"]]
+                    bad = [h.chunk_id for h in resp.hits if h.source.get("tenant") != tenant]
+                    bad += [i for i in ids if not i.startswith(f"{tenant}-")]
+                    if bad:
+                        with lock:
+                            leaks.extend(bad)
+                elif op == "packet_validate":
+                    service.validate(pids[tenant], p)
+                else:
+                    ing.ingest(
+                        [
+                            Document(
+                                id=f"{tenant}-new-{wid}-{n}",
+                                tenant=tenant,
+                                body=f"{r.choice(TOPICS)} update {n}",
+                            )
+                        ],
+                        refresh=False,
+                    )
+            except Exception as exc:
+                with lock:
+                    errors.append(f"{op}: {type(exc).__name__}: {exc}"[:300])
+                continue
+            with lock:
+                lat[op].append((time.perf_counter() - start) * 1000)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.clients)]
+    started = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - started
+    client.indices.delete(index=f"{index},{state_index},{packets}", ignore_unavailable=True)
+
+    rows = {
+        op: {
+            "count": len(xs),
+            "per_s": round(len(xs) / wall, 2),
+            "p50_ms": round(_pct(xs, 50), 1),
+            "p95_ms": round(_pct(xs, 95), 1),
+            "p99_ms": round(_pct(xs, 99), 1),
+        }
+        for op, xs in lat.items()
+    }
+    result = {
+        "command": " ".join(["python", "scripts/bench_load.py", *sys.argv[1:]]),
+        "nproc": os.cpu_count(),
+        "clients": args.clients,
+        "seconds": round(wall, 1),
+        "embedder": getattr(emb, "model_id", args.embedder),
+        "setup_ingest_s": round(setup_s, 1),
+        "operations": rows,
+        "total_ops_per_s": round(sum(len(x) for x in lat.values()) / wall, 2),
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "cross_tenant_hits": len(leaks),
+        "fusion_path": "native-rrf" if searcher.native_rrf_available() else "client-rrf",
+        "finished_at": datetime.now(UTC).isoformat(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        c = Console()
+        c.print(
+            f"command: {result['command']}  (nproc {result['nproc']}, "
+            f"{result['embedder']}, {result['fusion_path']})"
+        )
+        t = Table(title=f"{args.clients} clients for {wall:.1f} s")
+        for col in ("operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms"):
+            t.add_column(col, justify="right" if col != "operation" else "left")
+        for op, row in rows.items():
+            t.add_row(
+                op,
+                str(row["count"]),
+                str(row["per_s"]),
+                str(row["p50_ms"]),
+                str(row["p95_ms"]),
+                str(row["p99_ms"]),
+            )
+        c.print(t)
+        c.print(
+            f"total {result['total_ops_per_s']} ops/s; errors {len(errors)}; "
+            f"cross-tenant hits {len(leaks)}"
+        )
+        for e in errors[:5]:
+            c.print(f"  error: {e}", markup=False)
+    return 1 if errors or leaks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
