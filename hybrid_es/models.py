@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FusionPath = Literal["native-rrf", "client-rrf", "client-linear"]
+FusionPath = Literal["native-rrf", "client-rrf", "client-linear", "bm25-only", "dense-only"]
+Pipeline = Literal["hybrid", "bm25", "dense"]
 
 EVERYONE = "*"
 """ACL group meaning every user of the document's tenant."""

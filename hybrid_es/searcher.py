@@ -31,7 +31,14 @@ from hybrid_es.errors import (
     from_error_body,
     translate_es_error,
 )
-from hybrid_es.models import FusionPath, Hit, Principal, RequestScope, SearchResponse
+from hybrid_es.models import (
+    FusionPath,
+    Hit,
+    Pipeline,
+    Principal,
+    RequestScope,
+    SearchResponse,
+)
 from hybrid_es.policy import authorize, policy_filter
 from hybrid_es.queries import (
     RetrievalParams,
@@ -45,6 +52,7 @@ from hybrid_es.queries import (
 from hybrid_es.reranker import CrossEncoderReranker
 
 FusionMode = Literal["auto", "native", "client"]
+FusionMethod = Literal["rrf", "linear"]
 MAX_TOP_K = 100
 
 
@@ -84,6 +92,9 @@ class HybridSearcher:
         native_rrf: bool | None = None,
         url: str = "",
         corpus_state_index: str = "hybrid-es-corpus-state",
+        pipeline: Pipeline = "hybrid",
+        fusion_method: FusionMethod = "rrf",
+        alpha: float = 0.6,
         on_response: Callable[[Principal, SearchResponse], None] | None = None,
     ) -> None:
         self.client = client
@@ -97,6 +108,13 @@ class HybridSearcher:
         self.on_response = on_response
         self._model_checked = False
         self._known_tenants: set[str] = set()
+        if not 0.0 <= alpha <= 1.0:
+            raise BadQueryError(
+                f"alpha (the dense weight of linear fusion) must be in [0, 1]: {alpha}"
+            )
+        self.pipeline = pipeline
+        self.fusion_method = fusion_method
+        self.alpha = alpha
         self.corpus_state = CorpusState(client, corpus_state_index)
 
     # -- capability and model checks ---------------------------------------------------------
@@ -107,6 +125,12 @@ class HybridSearcher:
         return self._native_rrf
 
     def _path(self) -> tuple[FusionPath, str]:
+        if self.pipeline == "bm25":
+            return "bm25-only", "BM25 leg only (evaluation pipeline)"
+        if self.pipeline == "dense":
+            return "dense-only", "kNN leg only (evaluation pipeline)"
+        if self.fusion_method == "linear":
+            return "client-linear", f"min-max linear fusion, dense weight {self.alpha}"
         if self.fusion == "client":
             return "client-rrf", "client-side fusion requested"
         native = self.native_rrf_available()
@@ -188,12 +212,15 @@ class HybridSearcher:
             self.corpus_state.watermark(principal.tenant)  # UnknownTenantError if it has none
             self._known_tenants.add(principal.tenant)
         policy = policy_filter(principal, scope, now)
-        t = time.perf_counter()
-        vector = self.embedder.embed_queries([text])[0]
-        timings["embed"] = _ms(t)
-
-        leaves = [standard_retriever(text, policy), knn_retriever(vector, policy, self.params)]
         path, reason = self._path()
+        leaves: dict[str, dict[str, Any]] = {}
+        if path != "dense-only":
+            leaves["sparse"] = standard_retriever(text, policy)
+        if path != "bm25-only":
+            t = time.perf_counter()
+            vector = self.embedder.embed_queries([text])[0]
+            timings["embed"] = _ms(t)
+            leaves["dense"] = knn_retriever(vector, policy, self.params)
         trail: dict[str, Any] = {}
         try:
             candidates = self._retrieve(path, leaves, policy, timings, trail)
@@ -267,7 +294,7 @@ class HybridSearcher:
             candidates=len(decisions),
             timings_ms=timings,
             reranker_inputs=reranker_inputs,
-            legs=trail["legs"],
+            legs={"sparse": (), "dense": (), **trail["legs"]},
             request_digest=trail["digest"],
         )
         if self.on_response is not None:
@@ -308,36 +335,39 @@ class HybridSearcher:
     def _retrieve(
         self,
         path: FusionPath,
-        leaves: list[dict[str, Any]],
+        leaves: dict[str, dict[str, Any]],
         policy: dict[str, Any],
         timings: dict[str, float],
         trail: dict[str, Any],
     ) -> list[_Candidate]:
         w = self.params.window
-        leg_bodies = [search_body(leaf, w) for leaf in leaves]
+        names = list(leaves)
+        bodies = [search_body(leaves[n], w) for n in names]
         t = time.perf_counter()
         if path == "native-rrf":
-            native = search_body(rrf_retriever(leaves, self.params), w)
-            fused_resp, sparse_resp, dense_resp = self._msearch(
-                [native, *leg_bodies], policy, trail
-            )
+            native = search_body(rrf_retriever(list(leaves.values()), self.params), w)
+            fused_resp, *leg_resps = self._msearch([native, *bodies], policy, trail)
         else:
-            sparse_resp, dense_resp = self._msearch(leg_bodies, policy, trail)
+            leg_resps = self._msearch(bodies, policy, trail)
         timings["retrieval"] = _ms(t)
-        sparse_hits, dense_hits = sparse_resp["hits"]["hits"], dense_resp["hits"]["hits"]
-        trail["legs"] = {
-            "sparse": tuple(h["_id"] for h in sparse_hits),
-            "dense": tuple(h["_id"] for h in dense_hits),
-        }
+        hits = {n: r["hits"]["hits"] for n, r in zip(names, leg_resps, strict=True)}
+        sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
+        trail["legs"] = {n: tuple(h["_id"] for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
         by_id: dict[str, dict[str, Any]] = {}
         for h in [*sparse_hits, *dense_hits]:
             by_id.setdefault(h["_id"], h)
-        fused = fusion_mod.rrf(
-            [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
-            k=self.params.rank_constant,
-        )[:w]
+        sparse_scores = {h["_id"]: float(h["_score"]) for h in sparse_hits}
+        dense_scores = {h["_id"]: float(h["_score"]) for h in dense_hits}
+        if path == "client-linear":
+            fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, self.alpha)[:w]
+        else:
+            # One leg alone is its own ranking: RRF over a single list preserves its order.
+            fused = fusion_mod.rrf(
+                [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
+                k=self.params.rank_constant,
+            )[:w]
         if path == "native-rrf":
             native_hits = fused_resp["hits"]["hits"]
             for h in native_hits:
@@ -352,9 +382,6 @@ class HybridSearcher:
         else:
             pairs = [(f.doc_id, f.score, f.ranks) for f in fused]
         timings["fusion"] = _ms(t)
-
-        sparse_scores = {h["_id"]: float(h["_score"]) for h in sparse_hits}
-        dense_scores = {h["_id"]: float(h["_score"]) for h in dense_hits}
         return [
             _Candidate(
                 chunk_id=doc,

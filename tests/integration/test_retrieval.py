@@ -273,3 +273,29 @@ def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indice
 
     with pytest.raises(ModelError, match="384-dimensional"):
         _searcher(es, Tiny(), fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "method", "path"),
+    [
+        ("bm25", "rrf", "bm25-only"),
+        ("dense", "rrf", "dense-only"),
+        ("hybrid", "linear", "client-linear"),
+    ],
+)
+def test_evaluation_pipelines_keep_the_filter_and_report_their_path(
+    es, embedder, fresh_indices, pipeline, method, path
+):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    s = _searcher(es, embedder, fresh_indices, pipeline=pipeline, fusion_method=method)
+    resp = s.search(QUERY, AGENT, STAY, now=NOW)
+    assert resp.fusion_path == path
+    docs = [h.doc_id for h in resp.hits]
+    assert docs[0] == "D1-current-contract" and not set(docs) & set(FORBIDDEN)
+    if pipeline == "bm25":
+        assert resp.legs["dense"] == () and "embed" not in resp.timings_ms
+        assert all(h.dense_rank is None and h.sparse_rank for h in resp.hits)
+    if pipeline == "dense":
+        assert resp.legs["sparse"] == () and all(h.sparse_rank is None for h in resp.hits)
+    if method == "linear":
+        assert resp.hits[0].fused_score <= 1.0 + 1e-9
