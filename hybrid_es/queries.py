@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hybrid_es.analysis import client_terms
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.fusion import DEFAULT_RANK_CONSTANT
 from hybrid_es.identifiers import extract_identifiers
@@ -23,6 +24,7 @@ MAX_NUM_CANDIDATES = 10_000
 MAX_WINDOW = 1_000
 
 TEXT_FIELDS = ("search_payload", "search_payload.cjk", "title^0.5")
+CLIENT_TERMS_FIELD = "search_terms"
 ID_FIELDS = ("ids", "contract_ids", "room_codes", "booking_ids", "property_ids")
 ID_BOOST = 5.0
 SOURCE_EXCLUDES = ("embedding",)
@@ -85,6 +87,11 @@ def standard_retriever(query: str, policy: dict[str, Any]) -> dict[str, Any]:
     should: list[dict[str, Any]] = [
         {"multi_match": {"query": query, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
     ]
+    terms = client_terms(query)
+    if terms:
+        # Stemmed English and CJK bigrams analysed client-side (see analysis.py): measured on
+        # SciFact, Cranfield and XQuAD-zh, the sum of both clauses beats either alone.
+        should.append({"match": {CLIENT_TERMS_FIELD: {"query": terms}}})
     ids = extract_identifiers(query)
     if ids:
         should.extend({"terms": {f: ids, "boost": ID_BOOST}} for f in ID_FIELDS)

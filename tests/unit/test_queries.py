@@ -160,7 +160,10 @@ def test_standard_retriever_adds_exact_id_terms():
     query = leaf["standard"]["query"]["bool"]
     assert query["filter"] == [POLICY]
     assert query["minimum_should_match"] == 1
-    assert query["should"][1:] == [
+    assert query["should"][1] == {
+        "match": {"search_terms": {"query": "kyo h12 april roll shower rate"}}
+    }
+    assert query["should"][2:] == [
         {"terms": {f: ["KYO-H12"], "boost": ID_BOOST}} for f in ID_FIELDS
     ]
 
@@ -168,9 +171,11 @@ def test_standard_retriever_adds_exact_id_terms():
 def test_standard_retriever_without_ids_is_text_only():
     leaf = standard_retriever("what is the April rate for a roll-in shower room", POLICY)
     should = leaf["standard"]["query"]["bool"]["should"]
-    assert len(should) == 1
+    assert len(should) == 2
     assert "multi_match" in should[0]
-    assert "terms" not in json.dumps(leaf["standard"]["query"]["bool"]["should"])
+    # stemmed, stop words dropped (client-side analysis)
+    assert should[1] == {"match": {"search_terms": {"query": "what april rate roll shower room"}}}
+    assert not [c for c in should if "terms" in c]  # no exact-identifier clause
 
 
 def test_knn_retriever():

@@ -1,0 +1,82 @@
+"""Client-side analysis, for clusters that lack the analysis-common module (the integ-test zip).
+
+``client_terms`` turns text into the terms an English-stemming, CJK-bigram analyzer would
+produce, joined by spaces; the ``search_terms`` field stores them and is indexed with the
+built-in ``whitespace`` analyzer, and queries go through the same function. On a cluster with
+``english``/``cjk`` analysis the ``full`` analysis profile does this natively instead. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Lucene's English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "will",
+        "with",
+    ]
+)
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_TOKEN = re.compile(f"[{_CJK}]+|[^\\W_]+", re.UNICODE)
+_CJK_RUN = re.compile(f"^[{_CJK}]+$")
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return str(_stemmer().stemWord(word))
+
+
+def client_terms(text: str) -> str:
+    """English words lowercased, stop words dropped, Snowball-stemmed; CJK runs as overlapping
+    bigrams (a single character stays a unigram), as Lucene's CJKBigramFilter emits them.
+
+    >>> client_terms("The rooms' roll-in showers 无障碍淋浴")
+    "room roll shower 无障 障碍 碍淋 淋浴"
+    """
+    out: list[str] = []
+    for tok in _TOKEN.findall(text.lower()):
+        if _CJK_RUN.match(tok):
+            out.extend([tok] if len(tok) == 1 else [tok[i : i + 2] for i in range(len(tok) - 1)])
+        elif tok not in STOP_WORDS:
+            out.append(_stem(tok))
+    return " ".join(out)
