@@ -216,10 +216,11 @@ def search(
 
 def _register() -> None:
     """Commands that live in their own modules (one concept per file)."""
-    from hybrid_es import cli_ingest, cli_packet
+    from hybrid_es import cli_ingest, cli_packet, cli_traces
 
     app.command(name="ingest")(cli_ingest.ingest)
     app.add_typer(cli_packet.app, name="packet")
+    app.add_typer(cli_traces.app, name="traces")
 
 
 _register()

@@ -65,6 +65,25 @@ def make_scope(
     )
 
 
+def tracer(s: Settings) -> Any:
+    """This process's trace hooks: one background writer to the traces index, flushed at exit.
+
+    A cluster that refuses or cannot take traces costs nothing but the drops it counts.
+    """
+    if "tracer" not in _process:
+        import atexit
+
+        from hybrid_es.traces import TraceWriter, search_hook
+
+        writer = TraceWriter(client(s), s.traces_index)
+        atexit.register(writer.close, 5.0)
+        _process["tracer"] = search_hook(writer, query_text=s.trace_query_text)
+    return _process["tracer"]
+
+
+_process: dict[str, Any] = {}
+
+
 def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None = None) -> Any:
     """A HybridSearcher for the configured indices, its model loaded once up front."""
     import typer
@@ -86,4 +105,6 @@ def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None =
         fusion=mode,  # type: ignore[arg-type]
         url=s.redacted_url(),
         corpus_state_index=s.corpus_state_index,
+        on_response=tracer(s),
+        on_error=tracer(s).on_error,
     )

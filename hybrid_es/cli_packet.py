@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hybrid_es.cli_common import console, emit_json, make_scope, make_searcher, settings
+from hybrid_es.cli_common import console, emit_json, make_scope, make_searcher, settings, tracer
 
 app = typer.Typer(no_args_is_help=True, help="Evidence packets: build, revalidate, render.")
 
@@ -30,6 +30,7 @@ def _service() -> Any:
         searcher,
         PacketStore(searcher.client, s.packets_index),
         ttl=timedelta(minutes=s.packet_ttl_minutes),
+        on_event=tracer(s).packet_event,
     )
 
 

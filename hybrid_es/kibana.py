@@ -7,14 +7,34 @@ import json
 import urllib.error
 import urllib.request
 import uuid
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from hybrid_es.errors import EngineUnavailableError
+from hybrid_es.errors import EngineError, EngineUnavailableError
 from hybrid_es.settings import Settings
 from hybrid_es.templates import templates_dir
 
 
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without any user:password part, and that part (urllib cannot send it itself)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    clean = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
 def import_saved_objects(kibana_url: str, settings: Settings) -> int:
-    """POST every ndjson file to Kibana's saved-objects import API; return the objects imported."""
+    """POST every ndjson file to Kibana's saved-objects import API; return the objects imported.
+
+    Credentials in ``kibana_url`` (``http://user:password@kibana:5601``) are sent as basic auth
+    and never shown in messages; without them the Elasticsearch user and password are used.
+    """
+    kibana_url, url_auth = _split_credentials(kibana_url)
     files = sorted((templates_dir(settings.templates_dir) / "kibana").glob("*.ndjson"))
     total = 0
     for f in files:
@@ -37,15 +57,30 @@ def import_saved_objects(kibana_url: str, settings: Settings) -> int:
                 "Content-Type": f"multipart/form-data; boundary={boundary}",
             },
         )
-        if settings.username and settings.password:
-            token = f"{settings.username}:{settings.password.get_secret_value()}"
+        user, password = url_auth or (
+            settings.username or "",
+            settings.password.get_secret_value() if settings.password else "",
+        )
+        if user and password:
+            token = f"{user}:{password}"
             req.add_header("Authorization", "Basic " + base64.b64encode(token.encode()).decode())
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
-                total += int(json.loads(resp.read()).get("successCount", 0))
+                result = json.loads(resp.read())
         except (urllib.error.URLError, OSError) as exc:
             raise EngineUnavailableError(
                 f"cannot import saved objects into Kibana at {kibana_url}: {exc}",
                 hint="check the Kibana URL and that Kibana is up",
             ) from exc
+        total += int(result.get("successCount", 0))
+        if result.get("success") is False:
+            # Kibana answers 200 with per-object errors (missing references, unknown types).
+            failed = ", ".join(
+                f"{e.get('type')} {e.get('id')}: {(e.get('error') or {}).get('type')}"
+                for e in result.get("errors", [])
+            )
+            raise EngineError(
+                f"Kibana refused saved objects from {f.name}: {failed}",
+                hint="check the Kibana version (8.x or 9.x) and the file under es_templates/kibana",
+            )
     return total

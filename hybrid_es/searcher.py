@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,6 +56,13 @@ FusionMode = Literal["auto", "native", "client"]
 FusionMethod = Literal["rrf", "linear"]
 MAX_TOP_K = 100
 
+OnResponse = Callable[[Principal, SearchResponse, str], None]
+"""Called with the caller, the response and the cleaned query text (e.g. ``traces.search_hook``)."""
+OnError = Callable[[Principal, object, BaseException, dict[str, float]], None]
+"""Called with the caller, the raw query, the error and the stage timings taken so far."""
+
+log = logging.getLogger(__name__)
+
 
 def query_hash(text: str) -> str:
     """What traces keep instead of the query text."""
@@ -95,7 +103,8 @@ class HybridSearcher:
         pipeline: Pipeline = "hybrid",
         fusion_method: FusionMethod = "rrf",
         alpha: float = 0.6,
-        on_response: Callable[[Principal, SearchResponse], None] | None = None,
+        on_response: OnResponse | None = None,
+        on_error: OnError | None = None,
     ) -> None:
         self.client = client
         self.embedder = embedder
@@ -106,6 +115,7 @@ class HybridSearcher:
         self._native_rrf = native_rrf
         self.url = url
         self.on_response = on_response
+        self.on_error = on_error
         self._model_checked = False
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
@@ -193,7 +203,32 @@ class HybridSearcher:
         Returns a :class:`SearchResponse` whose hits carry full provenance. Raises BadQueryError
         for bad input, EngineError subclasses for cluster failures (never a partial answer),
         PolicyViolationError if a candidate fails the policy re-check (fail closed).
+        ``on_response`` / ``on_error`` see every outcome; a failing hook never fails the search.
         """
+        timings: dict[str, float] = {}
+        try:
+            response, text = self._search(
+                query, principal, scope, top_k, rerank, rerank_depth, now, timings
+            )
+        except HybridEsError as exc:
+            if self.on_error is not None:
+                _notify(self.on_error, principal, query, exc, dict(timings))
+            raise
+        if self.on_response is not None:
+            _notify(self.on_response, principal, response, text)
+        return response
+
+    def _search(
+        self,
+        query: str,
+        principal: Principal,
+        scope: RequestScope | None,
+        top_k: int,
+        rerank: bool,
+        rerank_depth: int,
+        now: datetime | None,
+        timings: dict[str, float],
+    ) -> tuple[SearchResponse, str]:
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
         if not 1 <= rerank_depth <= self.params.window:
@@ -204,7 +239,6 @@ class HybridSearcher:
         text = clean_query(query)
         scope = scope or RequestScope()
         now = now or datetime.now(UTC)
-        timings: dict[str, float] = {}
         t_all = time.perf_counter()
 
         self.check_model()
@@ -297,9 +331,7 @@ class HybridSearcher:
             legs={"sparse": (), "dense": (), **trail["legs"]},
             request_digest=trail["digest"],
         )
-        if self.on_response is not None:
-            self.on_response(principal, response)
-        return response
+        return response, text
 
     def _msearch(
         self, bodies: list[dict[str, Any]], policy: dict[str, Any], trail: dict[str, Any]
@@ -395,6 +427,14 @@ class HybridSearcher:
             )
             for doc, score, r in pairs
         ]
+
+
+def _notify(hook: Callable[..., None], *args: Any) -> None:
+    # Tracing and metrics hooks observe; they must never turn an answer into an error.
+    try:
+        hook(*args)
+    except Exception:
+        log.exception("a search hook failed; the search result is unaffected")
 
 
 def _ms(t0: float) -> float:

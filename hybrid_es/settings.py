@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr
@@ -36,6 +38,8 @@ class Settings(BaseSettings):
     reranker_model: str | None = None
     rerank_depth: int = Field(default=50, ge=1, le=1000)
     fusion: str = Field(default="auto", pattern="^(auto|native|client)$")
+    trace_query_text: bool = False
+    """Store the raw query text in traces (off: traces keep only its hash)."""
     packet_ttl_minutes: float = Field(default=10.0, gt=0)
 
     def redacted_url(self) -> str:
@@ -47,3 +51,8 @@ class Settings(BaseSettings):
         if parts.port:
             host = f"{host}:{parts.port}"
         return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # The URL may carry user:password: a logged or printed Settings must not show it.
+        for name, value in super().__repr_args__():
+            yield name, (self.redacted_url() if name == "url" else value)
