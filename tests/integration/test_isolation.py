@@ -1,7 +1,7 @@
 """Property-based tenant isolation against the real cluster (hypothesis).
 
 Random tenants, ACLs, versions, validity windows, deletions, embargoes and queries: for every
-principal, no hit, leg result, reranker input or packet member falls outside that principal's
+principal, no hit, leg result, reranker input, trace entry or packet member falls outside that principal's
 scope. The scope oracle below restates the rules independently of ``hybrid_es.policy``.
 """
 
@@ -22,6 +22,7 @@ from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.reranker import CrossEncoderReranker
 from hybrid_es.searcher import HybridSearcher
+from hybrid_es.traces import search_trace
 from tests.conftest import HashEmbedder
 
 pytestmark = pytest.mark.integration
@@ -149,6 +150,8 @@ def test_nothing_outside_scope_reaches_any_stage(
                 *resp.reranker_inputs,
                 *(h.chunk_id for h in resp.hits),
             ]
+            trace = search_trace(p, resp, now=NOW, query_text=query)
+            seen += [c["chunk_id"] for c in trace.get("candidates", [])]
             leaked = {c.split("::")[0] for c in seen} - allowed_by[p]
             assert not leaked, f"{p} saw {leaked}"
             # And nothing in scope is over-filtered: every in-scope record sharing a query term
