@@ -1,8 +1,8 @@
 """Property-based tenant isolation against the real cluster (hypothesis).
 
 Random tenants, ACLs, versions, validity windows, deletions, embargoes and queries: for every
-principal, no hit, leg result, reranker input, trace entry or packet member falls outside that principal's
-scope. The scope oracle below restates the rules independently of ``hybrid_es.policy``.
+principal, no hit, leg result, reranker input, trace entry or packet member falls outside that
+principal's scope. The scope oracle below restates the rules independently of ``hybrid_es.policy``.
 """
 
 from __future__ import annotations
