@@ -190,3 +190,63 @@ def render(
         console.print(f"[dim]{r.tokens} tokens; cut: {', '.join(r.cut) or 'nothing'}[/dim]")
     if r is None:
         raise typer.Exit(3)
+
+
+def _percentiles(operation: str) -> dict[str, Any]:
+    field = f"latency_ms.{operation}"
+    return {
+        "filter": {"term": {"operation": operation}},
+        "aggs": {"ms": {"percentiles": {"field": field, "percents": [50, 95]}}},
+    }
+
+
+@app.command()
+def stats(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    as_json: Json = False,
+) -> None:
+    """Reuse rate, verdicts and packet build/validate p50/p95, from the trace index."""
+    from hybrid_es.client import make_client
+
+    s = settings()
+    flt: list[dict[str, Any]] = [{"terms": {"operation": ["packet_build", "packet_validate"]}}]
+    if tenant:
+        flt.append({"term": {"tenant": tenant}})
+    resp = make_client(s).search(
+        index=s.traces_index,
+        size=0,
+        query={"bool": {"filter": flt}},
+        ignore_unavailable=True,
+        aggs={
+            "reuse_rate": {"avg": {"field": "packet_reuse"}},
+            "verdicts": {"terms": {"field": "packet_verdict", "size": 10}},
+            "packet_build": _percentiles("packet_build"),
+            "packet_validate": _percentiles("packet_validate"),
+        },
+    )
+    aggs = resp.body.get("aggregations", {})
+    ops: dict[str, dict[str, Any]] = {}
+    for op in ("packet_build", "packet_validate"):
+        values = aggs.get(op, {}).get("ms", {}).get("values", {})
+        ops[op] = {
+            "count": aggs.get(op, {}).get("doc_count", 0),
+            "p50": values.get("50.0"),
+            "p95": values.get("95.0"),
+        }
+    rate = aggs.get("reuse_rate", {}).get("value")
+    verdicts = {b["key"]: b["doc_count"] for b in aggs.get("verdicts", {}).get("buckets", [])}
+    if as_json:
+        emit_json({"reuse_rate": rate, "verdicts": verdicts, "latency_ms": ops})
+        return
+    t = Table(title=f"packet operations{f' of {tenant}' if tenant else ''} (from traces)")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("reuse rate", "-" if rate is None else f"{rate:.1%}")
+    for k, v in verdicts.items():
+        t.add_row(f"verdict {k}", str(v))
+    for op, d in ops.items():
+        t.add_row(
+            f"{op} p50 / p95 ms (n={d['count']})",
+            "-" if d["p50"] is None else f"{d['p50']:.0f} / {d['p95']:.0f}",
+        )
+    console.print(t)

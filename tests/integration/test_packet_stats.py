@@ -1,0 +1,65 @@
+"""`hybrid-es packet stats` reads reuse rate and packet latencies back from real traces."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from elasticsearch import helpers
+
+from hybrid_es.models import Principal
+from hybrid_es.traces import packet_trace
+
+pytestmark = pytest.mark.integration
+
+
+def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
+    index = f"hybrid-es-traces-test-{uuid.uuid4().hex[:8]}"
+    p = Principal(tenant="demo-A", user_id="a")
+    now = datetime(2026, 4, 1, tzinfo=UTC)
+    docs = [
+        packet_trace(
+            p,
+            packet_id="C-packet-v1",
+            operation="packet_build",
+            verdict=None,
+            reasons=(),
+            latency_ms=ms,
+            now=now,
+        )
+        for ms in (100.0, 200.0, 300.0)
+    ]
+    docs += [
+        packet_trace(
+            p,
+            packet_id="C-packet-v1",
+            operation="packet_validate",
+            verdict=v,
+            reasons=(),
+            latency_ms=10.0,
+            now=now,
+        )
+        for v in ("reuse", "reuse", "reuse", "refresh_required")
+    ]
+    try:
+        helpers.bulk(es, ({"_index": index, "_source": d} for d in docs), refresh=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "hybrid_es.cli", "packet", "stats", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "HYBRID_ES_TRACES_INDEX": index},
+        )
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["reuse_rate"] == pytest.approx(0.75)
+        assert out["verdicts"] == {"reuse": 3, "refresh_required": 1}
+        assert out["latency_ms"]["packet_build"]["count"] == 3
+        assert out["latency_ms"]["packet_build"]["p50"] == pytest.approx(200.0)
+    finally:
+        es.indices.delete(index=index, ignore_unavailable=True)
