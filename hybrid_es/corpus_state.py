@@ -17,9 +17,10 @@ from hybrid_es.errors import UnknownTenantError, translate_es_error
 
 
 def _retryable(exc: BaseException) -> bool:
-    """A lost optimistic-concurrency race, or a full write queue (429): try again."""
+    """A lost optimistic-concurrency race, a full write queue (429) or a shard still starting
+    (503, e.g. the state index another writer has just created): try again."""
     return isinstance(exc, ConflictError) or (
-        isinstance(exc, ApiError) and exc.meta is not None and exc.meta.status == 429
+        isinstance(exc, ApiError) and exc.meta is not None and exc.meta.status in (429, 503)
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from hybrid_es.analysis import ANALYSIS_VERSION
 from hybrid_es.chunking import Chunk, chunk_text
 from hybrid_es.contextual import Header, fallback_version
 from hybrid_es.documents import Document
@@ -42,6 +43,7 @@ def _stored(doc: Document = DOC, chunks: list[Chunk] = CHUNKS, **over: Any) -> l
             "chunk_hash": hashlib.sha256(c.text.encode()).hexdigest(),
             "header_prompt_version": VERSION,
             "embedding_model": MODEL,
+            "analysis_version": ANALYSIS_VERSION,
             **over,
         }
         for c in chunks
@@ -98,6 +100,7 @@ def test_a_rejected_llm_header_stored_as_fallback_still_counts_as_made_by_the_ll
         ("another document hash", _stored(doc_hash="0" * 64)),
         ("another chunk text (chunker settings changed)", _stored(chunk_hash="0" * 64)),
         ("another header prompt version", _stored(header_prompt_version="extractive-v1")),
+        ("another client-side analysis version", _stored(analysis_version="client-terms-v0")),
         ("another embedding model", _stored(embedding_model="model-b")),
         ("nothing stored", []),
     ],
