@@ -1,0 +1,56 @@
+"""`hybrid-es eval` end to end on a tiny BEIR collection (the travel fixture)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
+
+
+def test_eval_reports_quality_latency_and_a_markdown_report(es, bootstrapped, tmp_path):
+    index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
+    try:
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hybrid_es.cli",
+                "eval",
+                str(TINY),
+                "--pipelines",
+                "bm25,dense,hybrid,linear",
+                "--index",
+                index,
+                "--report",
+                str(tmp_path),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ},
+        )
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads(r.stdout)
+        by = {x["pipeline"]: x for x in out["results"]}
+        assert set(by) == {"bm25", "dense", "hybrid", "linear"}
+        assert (
+            by["bm25"]["fusion_path"] == "bm25-only" and by["hybrid"]["fusion_path"] == "client-rrf"
+        )
+        for res in by.values():
+            assert res["queries"] == 4 and 0.0 < res["metrics"]["ndcg@10"] <= 1.0
+            assert res["failure_rate"] == pytest.approx(1 - res["metrics"]["recall@20"])
+            assert res["latency_ms"]["total"]["p95"] >= res["latency_ms"]["total"]["p50"] > 0
+        assert by["hybrid"]["metrics"]["recall@10"] == 1.0
+        report = (tmp_path / "report.md").read_text()
+        assert "| hybrid | client-rrf |" in report and (tmp_path / "tiny-beir.png").stat().st_size
+    finally:
+        es.indices.delete(index=index, ignore_unavailable=True)
