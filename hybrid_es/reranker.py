@@ -5,12 +5,10 @@ Configured by a model name (where a hub is reachable) or a local folder; loaded 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
-from hybrid_es.embedder import quiet_transformers
-from hybrid_es.errors import ModelError
+from hybrid_es.embedder import LazyModel, quiet_transformers
 
 
 class CrossEncoderReranker:
@@ -21,26 +19,21 @@ class CrossEncoderReranker:
         self.model_name = model
         self.max_length = max_length
         self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self._model = LazyModel(
+            self._open,
+            what=f"cross-encoder {model!r}",
+            hint="point HYBRID_ES_RERANKER_MODEL at a local CrossEncoder folder or a hub name "
+            "where one is reachable",
+        )
+
+    def _open(self) -> Any:
+        quiet_transformers()
+        from sentence_transformers import CrossEncoder
+
+        return CrossEncoder(self.model_name, max_length=self.max_length, device="cpu")
 
     def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    quiet_transformers()
-                    from sentence_transformers import CrossEncoder
-
-                    self._model = CrossEncoder(
-                        self.model_name, max_length=self.max_length, device="cpu"
-                    )
-                except Exception as exc:
-                    raise ModelError(
-                        f"cannot load cross-encoder {self.model_name!r}: {exc}",
-                        hint="point HYBRID_ES_RERANKER_MODEL at a local CrossEncoder folder "
-                        "(see `hybrid-es reranker train`) or a hub name where one is reachable",
-                    ) from exc
-        return self._model
+        return self._model.get()
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         """One score per passage, in input order."""
