@@ -183,7 +183,7 @@ def fault_node(tmp_path_factory):  # type: ignore[no-untyped-def]
     started = es_sh("start")
     if started.returncode != 0:
         pytest.fail(f"could not start the fault-injection node: {started.stderr[-2000:]}")
-    settings = Settings(url="http://127.0.0.1:9291", max_retries=0, request_timeout=10)
+    settings = Settings(url=f"http://127.0.0.1:{port}", max_retries=0, request_timeout=10)
     home = Path(os.environ.get("HYBRID_ES_CACHE", Path.home() / ".cache" / "hybrid-es"))
     yield {
         "settings": settings,
