@@ -164,10 +164,11 @@ def fault_node(tmp_path_factory):  # type: ignore[no-untyped-def]
     from hybrid_es.settings import Settings
 
     root = Path(__file__).resolve().parents[1]
+    port = os.environ.get("HYBRID_ES_FAULT_PORT", "9291")
     env = {
         **os.environ,
         "HYBRID_ES_INSTANCE": "fault",
-        "HYBRID_ES_PORT": "9291",
+        "HYBRID_ES_PORT": port,
         "HYBRID_ES_EXTRA_CONFIG": "thread_pool.write.queue_size: 2\nthread_pool.write.size: 1",
     }
 
