@@ -163,6 +163,9 @@ class Ingestor:
             except BadRequestError as exc:  # another writer created it first: that is fine
                 if exc.error != "resource_already_exists_exception":
                     raise
+        # A concurrent writer may have created the index a moment ago: wait until its primary
+        # shard has started, or the count below meets a 503 (returns at once when it has).
+        self.client.cluster.health(index=self.index, wait_for_status="yellow", timeout="30s")
         mapping = self.client.indices.get_mapping(index=self.index)
         (body,) = mapping.body.values()
         props = body["mappings"].get("properties", {})
