@@ -24,8 +24,15 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 import elastic_transport
-from elasticsearch import BadRequestError, Elasticsearch, helpers
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+from elasticsearch import ApiError, BadRequestError, Elasticsearch, helpers
+from tenacity import (
+    retry,
+    retry_if_exception,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from hybrid_es.chunking import Chunk, chunk_text, counter_for
 from hybrid_es.contextual import (
@@ -170,7 +177,17 @@ class Ingestor:
         (body,) = mapping.body.values()
         props = body["mappings"].get("properties", {})
         meta = body["mappings"].get("_meta", {})
-        return props, meta, int(self.client.count(index=self.index)["count"])
+        return props, meta, self._count()
+
+    @retry(
+        retry=retry_if_exception(lambda e: isinstance(e, ApiError) and e.meta.status == 503),
+        stop=stop_after_delay(60),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        reraise=True,
+    )
+    def _count(self) -> int:
+        # A shard that is still starting (a busy or recovering node) answers 503 for a while.
+        return int(self.client.count(index=self.index)["count"])
 
     @_on_connection_failure
     def _put_meta(self) -> None:

@@ -40,6 +40,10 @@ def _docs(n: int) -> list[Document]:
 
 def _ready(fault) -> object:  # type: ignore[no-untyped-def]
     client = make_client(fault["settings"], max_retries=3, request_timeout=30)
+    # After a crash the node replays its translogs; tests start once nothing is initializing.
+    client.cluster.health(
+        wait_for_status="yellow", wait_for_no_initializing_shards=True, timeout="120s"
+    )
     caps = probe(client, url=fault["settings"].redacted_url())
     bootstrap(client, caps, fault["settings"], force=True)
     return client
