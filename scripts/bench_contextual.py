@@ -66,7 +66,7 @@ from hybrid_es.contextual import (
 )
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
-from hybrid_es.embedder import Embedder, Vectors, make_embedder
+from hybrid_es.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
 from hybrid_es.indexer import Ingestor, IngestReport, chunk_id
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.policy import policy_filter
@@ -91,37 +91,6 @@ PIPELINES = {
 
 
 # -- instrumentation (wrappers only: the package code runs unchanged) -------------------------
-
-
-class CountingEmbedder:
-    """Counts and times the passages the ingest asks to embed."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.passages = 0
-        self.seconds = 0.0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    def count_tokens(self, text: str) -> int:
-        return int(self.inner.count_tokens(text))  # type: ignore[attr-defined]
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
-
-    def embed_passages(self, texts: list[str]) -> Vectors:
-        t = time.perf_counter()
-        try:
-            return self.inner.embed_passages(texts)
-        finally:
-            self.seconds += time.perf_counter() - t
-            self.passages += len(texts)
 
 
 class CountingContextualizer:
@@ -198,8 +167,8 @@ def ingest_codebase(
     index: str,
     state: str,
     contextualizer: Contextualizer,
-) -> tuple[IngestReport, CountingEmbedder, CountingContextualizer]:
-    emb = CountingEmbedder(embedder)
+) -> tuple[IngestReport, MeteredEmbedder, CountingContextualizer]:
+    emb = MeteredEmbedder(embedder)
     ctx = CountingContextualizer(contextualizer)
     ing = Ingestor(
         client,
@@ -366,7 +335,7 @@ def scifact_part(
     runs = {}
     for name, batch in (("first ingest", docs), ("unchanged", docs), ("1% edited", edited)):
         console.print(f"scifact: {name} ({len(batch)} documents)", highlight=False)
-        emb = CountingEmbedder(embedder)
+        emb = MeteredEmbedder(embedder)
         ctx = CountingContextualizer(ExtractiveContextualizer())
         ing = Ingestor(
             client, emb, index=index, corpus_state=CorpusState(client, state), contextualizer=ctx

@@ -47,7 +47,7 @@ from rich.table import Table
 from hybrid_es.beir import CorpusReport, read_corpus, read_qrels, read_queries
 from hybrid_es.client import make_client
 from hybrid_es.corpus_state import CorpusState
-from hybrid_es.embedder import Embedder, Vectors, make_embedder
+from hybrid_es.embedder import Embedder, MeteredEmbedder, make_embedder
 from hybrid_es.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.reranker import CrossEncoderReranker
@@ -61,34 +61,6 @@ STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
 
 
 # -- instrumentation (wrappers only: the package code runs unchanged) -------------------------
-
-
-class TimedEmbedder:
-    """Wraps an embedder and adds up the seconds spent embedding passages (ingest only)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.passage_seconds = 0.0
-        self.passages = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
-
-    def embed_passages(self, texts: list[str]) -> Vectors:
-        t = time.perf_counter()
-        try:
-            return self.inner.embed_passages(texts)
-        finally:
-            self.passage_seconds += time.perf_counter() - t
-            self.passages += len(texts)
 
 
 class TimedCorpusState(CorpusState):
@@ -239,7 +211,7 @@ def ingest(
 ) -> dict[str, Any]:
     corpus_report = CorpusReport()
     docs = list(read_corpus(args.dataset, tenant=TENANT, acl_groups=("*",), report=corpus_report))
-    timed = TimedEmbedder(embedder)
+    timed = MeteredEmbedder(embedder)
     state = TimedCorpusState(client, Settings().corpus_state_index)
     ingestor = Ingestor(client, timed, index=args.index, corpus_state=state)
     t0 = time.perf_counter()
@@ -263,9 +235,9 @@ def ingest(
         "chunks_written": report.chunks,
         "chunks_in_index": count,
         "empty_corpus_entries": len(corpus_report.empty),
-        "embed_seconds": round(timed.passage_seconds, 2),
+        "embed_seconds": round(timed.seconds, 2),
         "passages_per_second": (
-            round(timed.passages / timed.passage_seconds, 1) if timed.passage_seconds else None
+            round(timed.passages / timed.seconds, 1) if timed.seconds else None
         ),
         "watermark_seconds": round(state.seconds, 2),
         "watermark_bumps": state.bumps,

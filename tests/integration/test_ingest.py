@@ -8,6 +8,7 @@ import pytest
 
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
+from hybrid_es.embedder import MeteredEmbedder
 from hybrid_es.errors import IngestError
 from hybrid_es.indexer import Ingestor, chunk_id
 from hybrid_es.loaders import LoadReport, load_jsonl
@@ -17,28 +18,13 @@ pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
-class CountingEmbedder:
-    """Wraps the real embedder to count how many passages it was asked to embed."""
-
-    def __init__(self, inner):  # type: ignore[no-untyped-def]
-        self.inner, self.passages = inner, 0
-        self.model_id, self.dims = inner.model_id, inner.dims
-
-    def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-        return self.inner.embed_queries(texts)
-
-    def embed_passages(self, texts):  # type: ignore[no-untyped-def]
-        self.passages += len(texts)
-        return self.inner.embed_passages(texts)
-
-
 def _count(es, index, **term):  # type: ignore[no-untyped-def]
     q = {"term": term} if term else {"match_all": {}}
     return es.count(index=index, query=q)["count"]
 
 
 def test_travel_fixture_counts_and_reingest_skips_everything(es, embedder, fresh_indices):
-    emb = CountingEmbedder(embedder)
+    emb = MeteredEmbedder(embedder)
     state = CorpusState(es, fresh_indices["corpus_state"])
     ing = Ingestor(es, emb, index=fresh_indices["chunks"], corpus_state=state)
     docs = travel_documents()

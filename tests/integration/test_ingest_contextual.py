@@ -19,9 +19,9 @@ from hybrid_es.chunking import chunk_text, counter_for
 from hybrid_es.contextual import ExtractiveContextualizer, NoContextualizer, extractive_header
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
+from hybrid_es.embedder import MeteredEmbedder
 from hybrid_es.indexer import Ingestor, chunk_id
 from tests.fixtures.messages_stand_in import MessagesStandIn
-from tests.integration.test_ingest import CountingEmbedder
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -63,7 +63,7 @@ def _llm(srv: MessagesStandIn) -> AnthropicContextualizer:
 def test_llm_headers_are_cached_per_document_costed_and_never_regenerated_when_unchanged(
     es, embedder, fresh_indices
 ):
-    emb = CountingEmbedder(embedder)
+    emb = MeteredEmbedder(embedder)
     docs = _docs()
     count = counter_for(emb)  # what the ingest uses: the wrapper has no tokenizer, so estimates
     chunks = {d.id: chunk_text(d.body, size=32, overlap=0, count=count) for d in docs}
@@ -139,7 +139,7 @@ def test_a_model_service_failure_fails_only_that_document_and_a_rerun_writes_it(
 
 def test_a_partly_written_document_is_written_again_in_full(es, embedder, fresh_indices):
     # What a killed ingest leaves behind: some chunks of a document, not all of them.
-    emb = CountingEmbedder(embedder)
+    emb = MeteredEmbedder(embedder)
     ing = _ingestor(es, emb, fresh_indices, ExtractiveContextualizer())
     docs = _docs()
     first = ing.ingest(docs, now=NOW)

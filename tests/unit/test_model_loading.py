@@ -21,3 +21,23 @@ def test_a_missing_embedder_is_a_model_error_with_a_hint():
 
 def test_no_passages_need_no_model():
     assert CrossEncoderReranker("/nonexistent/cross-encoder").score("q", []) == []
+
+
+def test_the_metered_embedder_counts_passages_and_passes_queries_through():
+    import numpy as np
+
+    from hybrid_es.embedder import MeteredEmbedder
+
+    class Fixed:
+        model_id, dims = "fixed", 2
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+        embed_passages = embed_queries
+
+    m = MeteredEmbedder(Fixed())
+    m.embed_passages(["a", "b", "c"])
+    m.embed_queries(["q"])
+    assert (m.passages, m.model_id, m.dims) == (3, "fixed", 2) and m.seconds >= 0
+    assert m.count_tokens("two words") == 2  # no tokenizer: the estimate
