@@ -220,10 +220,11 @@ def _register() -> None:
 
     app.command(name="ingest")(cli_ingest.ingest)
     app.add_typer(cli_packet.app, name="packet")
-    from hybrid_es import cli_eval
+    from hybrid_es import cli_eval, cli_reranker
 
     app.command(name="eval")(cli_eval.eval_command)
     app.add_typer(cli_traces.app, name="traces")
+    app.add_typer(cli_reranker.app, name="reranker")
 
 
 _register()

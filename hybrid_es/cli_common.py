@@ -101,7 +101,13 @@ def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None =
         client(s),
         emb,
         index=s.chunks_index,
-        reranker=CrossEncoderReranker(s.reranker_model) if s.reranker_model else None,
+        reranker=CrossEncoderReranker(
+            s.reranker_model,
+            precision=s.reranker_precision,  # type: ignore[arg-type]
+            max_length=s.reranker_max_length,
+        )
+        if s.reranker_model
+        else None,
         fusion=mode,  # type: ignore[arg-type]
         url=s.redacted_url(),
         corpus_state_index=s.corpus_state_index,

@@ -22,13 +22,20 @@ def eval_command(
     ],
     split: Annotated[str, typer.Option(help="qrels split.")] = "test",
     pipelines: Annotated[
-        str, typer.Option(help="Comma list of bm25,dense,hybrid,linear,hybrid+rerank.")
+        str,
+        typer.Option(help="Comma list of bm25,dense,hybrid,linear,hybrid+rerank,linear+rerank."),
     ] = "bm25,dense,hybrid,linear",
     embedder: Annotated[str, typer.Option(help="minilm | e5 | a model path")] = "minilm",
     reranker: Annotated[
         str | None, typer.Option(help="CrossEncoder folder or name for hybrid+rerank.")
     ] = None,
     rerank_depth: Annotated[int, typer.Option(help="Candidates the cross-encoder scores.")] = 20,
+    precision: Annotated[
+        str, typer.Option(help="Cross-encoder precision: fp32 | bf16 | int8.")
+    ] = "int8",
+    rerank_max_length: Annotated[
+        int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Dense weight of the linear fusion.")] = 0.6,
     max_queries: Annotated[
         int | None, typer.Option(help="Only the first N judged queries.")
@@ -44,32 +51,36 @@ def eval_command(
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
     import json
 
-    from hybrid_es.beir import read_corpus, read_qrels, read_queries
-    from hybrid_es.corpus_state import CorpusState
+    from hybrid_es.beir import read_qrels, read_queries
+    from hybrid_es.collection import collection_name, default_index, ingest_collection
     from hybrid_es.embedder import make_embedder
-    from hybrid_es.evaluation import PIPELINES, markdown_report, plot, run_pipeline, timed
-    from hybrid_es.indexer import Ingestor
-    from hybrid_es.reranker import CrossEncoderReranker
-    from hybrid_es.searcher import HybridSearcher
+    from hybrid_es.evaluation import PIPELINES, markdown_report, plot, run_pipeline
+    from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker
 
     wanted = [p.strip() for p in pipelines.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PIPELINES]
     if unknown:
         raise typer.BadParameter(f"unknown pipelines {unknown}; choose from {', '.join(PIPELINES)}")
-    if "hybrid+rerank" in wanted and not reranker:
-        raise typer.BadParameter("hybrid+rerank needs --reranker PATH (see `hybrid-es reranker`)")
+    reranking = [p for p in wanted if p.endswith("+rerank")]
+    if reranking and not reranker:
+        raise typer.BadParameter(
+            f"{reranking[0]} needs --reranker PATH (see `hybrid-es reranker train`)"
+        )
     s = settings()
     es = client(s)
-    name = dataset.resolve().name.lower().replace("_", "-")
-    index = index or f"hybrid-es-chunks-eval-{name}-{embedder.replace('/', '-')}"
-    state_index = f"{s.corpus_state_index}-eval"
+    name = collection_name(dataset)
     emb = make_embedder(embedder)
     qrels = read_qrels(dataset, split)
     if max_queries:
         qrels = dict(list(qrels.items())[:max_queries])
     queries = read_queries(dataset)
-    docs = list(read_corpus(dataset, tenant="eval"))
-    ing = Ingestor(es, emb, index=index, corpus_state=CorpusState(es, state_index))
+    if precision not in PRECISIONS:
+        raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")
+    ce = (
+        CrossEncoderReranker(reranker, precision=precision, max_length=rerank_max_length)
+        if reranker
+        else None
+    )
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -78,23 +89,28 @@ def eval_command(
         console=err_console,
         disable=as_json,
     ) as bar:
-        task = bar.add_task("ingest", total=len(docs))
-        rep, ingest_s = timed(lambda: ing.ingest(docs, progress=lambda n: bar.advance(task, n)))
+        task = bar.add_task("ingest", total=None)
+        col = ingest_collection(
+            es,
+            emb,
+            dataset,
+            index=index or default_index(dataset, embedder),
+            state_index=f"{s.corpus_state_index}-eval",
+            url=s.redacted_url(),
+            on_total=lambda n: bar.update(task, total=n),
+            progress=lambda n: bar.advance(task, n),
+        )
         emb.embed_queries(["warm-up"])
+        if ce is not None and reranking:
+            ce.load()
+            ce.score("warm-up", ["warm-up"])
         results = []
         for p in wanted:
-            searcher = HybridSearcher(
-                es,
-                emb,
-                index=index,
-                corpus_state_index=state_index,
-                url=s.redacted_url(),
-                pipeline={"bm25": "bm25", "dense": "dense"}.get(p, "hybrid"),  # type: ignore[arg-type]
-                fusion_method="linear" if p == "linear" else "rrf",
+            searcher = col.searcher(
+                pipeline={"bm25": "bm25", "dense": "dense"}.get(p, "hybrid"),
+                fusion_method="linear" if p.startswith("linear") else "rrf",
                 alpha=alpha,
-                reranker=CrossEncoderReranker(reranker)
-                if p == "hybrid+rerank" and reranker
-                else None,
+                reranker=ce if p in reranking else None,
             )
             task = bar.add_task(p, total=len(qrels))
             results.append(
@@ -103,16 +119,19 @@ def eval_command(
                     searcher,
                     queries,
                     qrels,
-                    rerank=p == "hybrid+rerank",
+                    rerank=p in reranking,
                     rerank_depth=rerank_depth,
                     progress=partial(bar.advance, task),
                 )
             )
+    rep, ingest_s = col.report, col.ingest_s
     command = "hybrid-es eval " + " ".join(sys.argv[2:])
     machine = (
         f"{os.cpu_count()} cores, {platform.platform()}, embedder {emb.model_id}, "
         f"ingest {ingest_s:.1f} s ({rep.chunks} chunks written, "
-        f"{rep.skipped_unchanged} documents unchanged)"
+        f"{rep.skipped_unchanged} documents unchanged; context headers: "
+        f"{rep.context.calls} LLM calls, cost {_usd(rep.context.cost_usd)} this run)"
+        + (f", reranker {ce.model_name} ({ce.precision}, weight {ce.weight:g})" if ce else "")
     )
     out = {
         "dataset": str(dataset),
@@ -120,6 +139,7 @@ def eval_command(
         "command": command,
         "machine": machine,
         "results": [r.as_dict() for r in results],
+        "ingest_context_usage": rep.context.summary(),
     }
     if report:
         report.mkdir(parents=True, exist_ok=True)
@@ -133,6 +153,10 @@ def eval_command(
         emit_json(out)
         return
     _print(name, results, machine)
+
+
+def _usd(cost: float | None) -> str:
+    return "unknown (no price for the model)" if cost is None else f"${cost:.4f}"
 
 
 def _print(name: str, results: list[Any], machine: str) -> None:

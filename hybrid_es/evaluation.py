@@ -18,7 +18,7 @@ from hybrid_es.models import Principal, RequestScope
 from hybrid_es.searcher import HybridSearcher
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "recall@100", "mrr@10")
-PIPELINES = ("bm25", "dense", "hybrid", "linear", "hybrid+rerank")
+PIPELINES = ("bm25", "dense", "hybrid", "linear", "hybrid+rerank", "linear+rerank")
 STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
 EVAL_PRINCIPAL = Principal(tenant="eval", user_id="eval")
 
@@ -32,6 +32,8 @@ class PipelineResult:
     zero_relevant: int
     latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     fusion_path: str = ""
+    model_ms_per_query: float = 0.0
+    """Mean model compute per query (query embedding + reranking), the per-query cost driver."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +44,7 @@ class PipelineResult:
             "zero_relevant": self.zero_relevant,
             "latency_ms": self.latency_ms,
             "fusion_path": self.fusion_path,
+            "model_ms_per_query": self.model_ms_per_query,
         }
 
 
@@ -105,6 +108,7 @@ def run_pipeline(
         ev.zero_relevant,
         latency,
         path,
+        round(sum(statistics.fmean(stages[s]) for s in ("embed", "rerank") if stages[s]), 2),
     )
 
 
@@ -133,8 +137,10 @@ def markdown_report(
         )
     lines += [
         "",
-        "| pipeline | " + " | ".join(f"{s} p50 / p95 ms" for s in STAGES) + " |",
-        "|---|" + "---|" * len(STAGES),
+        "| pipeline | "
+        + " | ".join(f"{s} p50 / p95 ms" for s in STAGES)
+        + " | model ms / query (mean) |",
+        "|---|" + "---|" * (len(STAGES) + 1),
     ]
     for r in results:
         cells = [
@@ -143,7 +149,7 @@ def markdown_report(
             else "-"
             for s in STAGES
         ]
-        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {r.name} | " + " | ".join(cells) + f" | {r.model_ms_per_query:.1f} |")
     lines += [""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
 

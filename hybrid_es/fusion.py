@@ -111,3 +111,21 @@ def hybrid_linear(
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     return linear([sparse, dense], [1.0 - alpha, alpha])
+
+
+def blend(
+    first_stage: Mapping[str, float], rerank: Mapping[str, float], weight: float
+) -> list[str]:
+    """The reranked order of a pool: ``weight * minmax(rerank) + (1 - weight) * minmax(first)``.
+
+    Both mappings hold the same ids (the pool). ``weight`` 1.0 is the cross-encoder's order
+    alone, 0.0 the first stage's. Ties fall back to the first stage's order, then the id.
+    Raises ValueError for a weight outside [0, 1] or mappings over different ids.
+    """
+    if not 0.0 <= weight <= 1.0 or not math.isfinite(weight):
+        raise ValueError(f"weight must lie in [0, 1], got {weight}")
+    if set(first_stage) != set(rerank):
+        raise ValueError("the first-stage and rerank scores must cover the same pool")
+    a, b = minmax(first_stage), minmax(rerank)
+    score = {d: weight * b[d] + (1.0 - weight) * a[d] for d in first_stage}
+    return sorted(first_stage, key=lambda d: (-score[d], -first_stage[d], d))

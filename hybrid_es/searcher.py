@@ -50,7 +50,7 @@ from hybrid_es.queries import (
     search_body,
     standard_retriever,
 )
-from hybrid_es.reranker import CrossEncoderReranker
+from hybrid_es.reranker import CrossEncoderReranker, rerank_passage
 
 FusionMode = Literal["auto", "native", "client"]
 FusionMethod = Literal["rrf", "linear"]
@@ -285,16 +285,22 @@ class HybridSearcher:
         elif self.reranker is None:
             note = "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
         else:
-            pool = candidates[:rerank_depth]
+            pool, tail = candidates[:rerank_depth], candidates[rerank_depth:]
             t = time.perf_counter()
-            scores = self.reranker.score(text, [c.source.get("search_payload", "") for c in pool])
+            scores = self.reranker.score(text, [rerank_passage(c.source) for c in pool])
             timings["rerank"] = _ms(t)
             rerank_scores = {c.chunk_id: s for c, s in zip(pool, scores, strict=True)}
             reranker_inputs = tuple(c.chunk_id for c in pool)
-            order = {c.chunk_id: i for i, c in enumerate(candidates)}
-            candidates = sorted(pool, key=lambda c: (-rerank_scores[c.chunk_id], order[c.chunk_id]))
+            # The first stage's standing as a score that falls with rank (fused scores of the
+            # linear and RRF paths are on different scales; ranks are comparable).
+            standing = {c.chunk_id: -float(i) for i, c in enumerate(pool)}
+            by_id = {c.chunk_id: c for c in pool}
+            w = self.reranker.weight
+            candidates = [by_id[i] for i in fusion_mod.blend(standing, rerank_scores, w)] + tail
             reranked = True
-            note = f"cross-encoder {self.reranker.model_name} over the fused top {len(pool)}"
+            note = f"cross-encoder {self.reranker.model_name} over the fused top {len(pool)}" + (
+                f", blended with the fused order (weight {w:g})" if w < 1.0 else ""
+            )
 
         hits = tuple(
             Hit(

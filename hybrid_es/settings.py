@@ -36,6 +36,9 @@ class Settings(BaseSettings):
 
     embedder: str = "minilm"
     reranker_model: str | None = None
+    reranker_precision: str = Field(default="int8", pattern="^(fp32|bf16|int8)$")
+    reranker_max_length: int | None = Field(default=None, ge=16, le=512)
+    """Tokens per (query, passage) pair; default: what the model was trained at (or 256)."""
     rerank_depth: int = Field(default=50, ge=1, le=1000)
     fusion: str = Field(default="auto", pattern="^(auto|native|client)$")
     trace_query_text: bool = False

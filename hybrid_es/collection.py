@@ -1,0 +1,80 @@
+"""A BEIR-layout collection ingested into an index of its own, for evaluation and training.
+
+Ingestion reuses unchanged documents by content hash, so the second command over the same
+collection and embedder only checks hashes. The index name is derived from the collection's folder
+and the embedder unless given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from elasticsearch import Elasticsearch
+
+from hybrid_es.beir import read_corpus
+from hybrid_es.corpus_state import CorpusState
+from hybrid_es.embedder import Embedder
+from hybrid_es.indexer import Ingestor, IngestReport
+from hybrid_es.searcher import HybridSearcher
+
+EVAL_TENANT = "eval"
+
+
+def collection_name(dataset: Path) -> str:
+    return dataset.resolve().name.lower().replace("_", "-")
+
+
+def default_index(dataset: Path, embedder: str) -> str:
+    return f"hybrid-es-chunks-eval-{collection_name(dataset)}-{embedder.replace('/', '-')}"
+
+
+@dataclass
+class Collection:
+    """An ingested collection: where it lives and what its ingest did."""
+
+    es: Elasticsearch
+    embedder: Embedder
+    index: str
+    state_index: str
+    url: str
+    report: IngestReport
+    ingest_s: float
+    documents: int
+
+    def searcher(self, **kwargs: object) -> HybridSearcher:
+        """A searcher over this collection (keyword arguments as for HybridSearcher)."""
+        return HybridSearcher(
+            self.es,
+            self.embedder,
+            index=self.index,
+            corpus_state_index=self.state_index,
+            url=self.url,
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+
+def ingest_collection(
+    es: Elasticsearch,
+    embedder: Embedder,
+    dataset: Path,
+    *,
+    index: str,
+    state_index: str,
+    url: str,
+    on_total: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Collection:
+    """Ingest ``dataset``'s corpus for the evaluation tenant (unchanged documents are skipped)."""
+    import time
+
+    docs = list(read_corpus(dataset, tenant=EVAL_TENANT))
+    if on_total:
+        on_total(len(docs))
+    ing = Ingestor(es, embedder, index=index, corpus_state=CorpusState(es, state_index))
+    t = time.perf_counter()
+    rep = ing.ingest(docs, progress=progress)
+    return Collection(
+        es, embedder, index, state_index, url, rep, time.perf_counter() - t, len(docs)
+    )

@@ -1,0 +1,296 @@
+"""Fine-tuning a cross-encoder against our own first stage (``hybrid-es reranker train``).
+
+No pretrained reranker weights can be installed here, so one is trained from the packaged
+all-MiniLM-L6-v2 encoder (a BERT with a fresh one-logit head). The recipe, and why:
+
+- **Hard negatives from our own first stage**: for every training query, the non-relevant documents
+  that hybrid RRF ranks highest (one chunk per document, sampled from the top ``negative_pool``).
+  The reranker then learns exactly the mistakes it will be asked to fix.
+- **Listwise loss** (softmax cross-entropy over one positive and ``negatives`` hard negatives of the
+  same query, "localised contrastive estimation"): it trains the ranking directly, and every
+  negative in a group shares the query, so no pointwise label calibration is needed.
+- **Held-out queries decide the blend**: a share of the training queries is kept out of training;
+  on them the first stage, the cross-encoder alone and blends of the two (``fusion.blend``) are
+  scored, and the best weight is stored beside the model. A reranker that hurts alone can still
+  help blended; one that hurts everywhere gets weight 0 and says so.
+- **Bounded and reproducible**: seeded data order and initialisation; a wall-clock budget
+  (``minutes``) whose step count is recorded, and ``steps`` to replay exactly that many steps.
+
+The pure parts (splitting, mining, choosing the weight) are separate from the torch loop.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hybrid_es import fusion
+from hybrid_es.metrics import evaluate
+
+BLEND_GRID = tuple(round(i / 10, 1) for i in range(11))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 13
+    max_length: int = 128
+    negatives: int = 7
+    negative_pool: int = 30
+    learning_rate: float = 3e-5
+    warmup_fraction: float = 0.1
+    epochs: int = 2
+    minutes: float = 20.0
+    steps: int | None = None
+    groups_per_step: int = 2
+    dev_fraction: float = 0.2
+    rerank_depth: int = 20
+
+    def __post_init__(self) -> None:
+        checks = {
+            "max_length must be 16..512": 16 <= self.max_length <= 512,
+            "negatives must be >= 1": self.negatives >= 1,
+            "negative_pool must be >= negatives": self.negative_pool >= self.negatives,
+            "learning_rate must be > 0": self.learning_rate > 0,
+            "epochs must be >= 1": self.epochs >= 1,
+            "minutes must be > 0": self.minutes > 0,
+            "steps must be >= 1": self.steps is None or self.steps >= 1,
+            "groups_per_step must be >= 1": self.groups_per_step >= 1,
+            "dev_fraction must lie in [0, 0.9]": 0.0 <= self.dev_fraction <= 0.9,
+            "rerank_depth must be >= 2": self.rerank_depth >= 2,
+        }
+        bad = [msg for msg, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError("; ".join(bad))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One first-stage result: a chunk, its document and the text the cross-encoder sees."""
+
+    chunk_id: str
+    doc_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Group:
+    """One training example: a query, one relevant passage and hard negatives for it."""
+
+    qid: str
+    query: str
+    positive: str
+    negatives: tuple[str, ...]
+
+
+def split_queries(
+    qids: Sequence[str], dev_fraction: float, seed: int
+) -> tuple[list[str], list[str]]:
+    """(train, dev): a seeded shuffle of the sorted ids, the first ``dev_fraction`` held out."""
+    order = sorted(qids)
+    random.Random(seed).shuffle(order)
+    n_dev = round(len(order) * dev_fraction)
+    return sorted(order[n_dev:]), sorted(order[:n_dev])
+
+
+def best_chunk_per_doc(ranked: Sequence[Candidate]) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for c in ranked:
+        if c.doc_id not in seen:
+            seen.add(c.doc_id)
+            out.append(c)
+    return out
+
+
+def mine_groups(
+    qids: Sequence[str],
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Sequence[Candidate]],
+    fallback: Mapping[str, str],
+    *,
+    negatives: int,
+    negative_pool: int,
+    seed: int,
+) -> tuple[list[Group], dict[str, int]]:
+    """One group per (query, relevant document); counts of what was skipped and why.
+
+    The positive is the relevant document's best-ranked chunk, or ``fallback[doc_id]`` (its
+    first chunk) when the first stage missed it. Negatives: ``negatives`` documents sampled
+    (seeded) from the top ``negative_pool`` non-relevant documents. A query whose first stage
+    offers fewer negatives than that is skipped (and counted), not padded.
+    """
+    rng = random.Random(seed)
+    groups: list[Group] = []
+    skipped = {"no_query_text": 0, "no_positive_text": 0, "too_few_negatives": 0}
+    for qid in qids:
+        text = queries.get(qid, "").strip()
+        if not text:
+            skipped["no_query_text"] += 1
+            continue
+        relevant = {d for d, g in qrels.get(qid, {}).items() if g > 0}
+        docs = best_chunk_per_doc(ranked.get(qid, ()))
+        pool = [c.text for c in docs if c.doc_id not in relevant][:negative_pool]
+        if len(pool) < negatives:
+            skipped["too_few_negatives"] += 1
+            continue
+        found = {c.doc_id: c.text for c in docs if c.doc_id in relevant}
+        for doc_id in sorted(relevant):
+            positive = found.get(doc_id) or fallback.get(doc_id, "")
+            if not positive:
+                skipped["no_positive_text"] += 1
+                continue
+            groups.append(Group(qid, text, positive, tuple(rng.sample(pool, negatives))))
+    return groups, skipped
+
+
+def reranked_run(
+    ranked: Sequence[Candidate], scores: Sequence[float], weight: float
+) -> dict[str, float]:
+    """A document run for one query, as the searcher orders it: the first ``len(scores)``
+    chunks reranked by :func:`fusion.blend` (first-stage standing by rank), the rest after them
+    in first-stage order; a document's best chunk stands for it."""
+    pool = ranked[: len(scores)]
+    standing = {c.chunk_id: -float(i) for i, c in enumerate(pool)}
+    ce = {c.chunk_id: s for c, s in zip(pool, scores, strict=True)}
+    by_id = {c.chunk_id: c for c in ranked}
+    order = [by_id[i] for i in fusion.blend(standing, ce, weight)] + list(ranked[len(scores) :])
+    docs = best_chunk_per_doc(order)
+    return {c.doc_id: float(len(docs) - i) for i, c in enumerate(docs)}
+
+
+def choose_weight(
+    qrels: Mapping[str, Mapping[str, int]],
+    ranked: Mapping[str, Sequence[Candidate]],
+    scores: Mapping[str, Sequence[float]],
+    grid: Sequence[float] = BLEND_GRID,
+) -> tuple[float, dict[float, float]]:
+    """The blend weight with the best nDCG@10 over the held-out queries, and the whole table.
+
+    Ties go to the smaller weight (less reliance on the cross-encoder). Weight 0 is the first
+    stage alone, so the chosen blend is never worse than it on these queries.
+    """
+    table: dict[float, float] = {}
+    for w in grid:
+        run = {q: reranked_run(ranked[q], scores[q], w) for q in scores}
+        table[w] = evaluate({q: qrels[q] for q in scores}, run, ["ndcg@10"]).scores["ndcg@10"]
+    best = max(table.values())
+    return min(w for w, v in table.items() if v == best), table
+
+
+# -- the torch side ---------------------------------------------------------------------------
+
+
+@dataclass
+class TrainStats:
+    steps: int = 0
+    planned_steps: int = 0
+    groups_seen: int = 0
+    pairs_seen: int = 0
+    seconds: float = 0.0
+    stopped_by: str = ""
+    loss_curve: list[tuple[int, float]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def init_model(base: str) -> tuple[Any, Any]:
+    """A one-logit BertForSequenceClassification seeded from the encoder at ``base``."""
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from hybrid_es.embedder import quiet_transformers
+
+    quiet_transformers()
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = BertForSequenceClassification.from_pretrained(base, num_labels=1)
+    return model, tokenizer
+
+
+def train(
+    model: Any,
+    tokenizer: Any,
+    groups: Sequence[Group],
+    cfg: TrainConfig,
+    *,
+    on_step: Callable[[int, int, float], None] | None = None,
+) -> TrainStats:
+    """Listwise fine-tuning until ``cfg.steps`` steps, or the epochs, or ``cfg.minutes``.
+
+    Under a time budget the learning-rate schedule is fitted to the steps the budget allows
+    (measured over the first steps), so the decay ends at the deadline rather than mid-way.
+    ``on_step(step, planned, loss)`` reports progress.
+    """
+    import torch
+
+    if not groups:
+        raise ValueError("no training groups: nothing to train on (see the mining counts)")
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    per_epoch = math.ceil(len(groups) / cfg.groups_per_step)
+    stats = TrainStats(planned_steps=cfg.steps or per_epoch * cfg.epochs)
+    warmup = max(1, int(stats.planned_steps * cfg.warmup_fraction))
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        rest = max(1, stats.planned_steps - warmup)
+        return max(0.0, 1.0 - (step - warmup) / rest)
+
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    model.train()
+    n = 1 + cfg.negatives
+    t0 = time.perf_counter()
+    deadline = t0 + cfg.minutes * 60
+    running: list[float] = []
+    order: list[Group] = []
+    while stats.steps < stats.planned_steps:
+        if not order:
+            order = list(groups)
+            rng.shuffle(order)
+        batch, order = order[: cfg.groups_per_step], order[cfg.groups_per_step :]
+        pairs = [(g.query, p) for g in batch for p in (g.positive, *g.negatives)]
+        enc = tokenizer(
+            [q for q, _ in pairs],
+            [p for _, p in pairs],
+            truncation="only_second",
+            max_length=cfg.max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        logits = model(**enc).logits.view(len(batch), n)
+        loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
+        loss.backward()  # type: ignore[no-untyped-call]
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+        stats.steps += 1
+        stats.groups_seen += len(batch)
+        stats.pairs_seen += len(pairs)
+        last = loss.item()
+        running.append(last)
+        if stats.steps % 25 == 0:
+            stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
+            running = []
+        now = time.perf_counter()
+        if cfg.steps is None and stats.steps == 5:  # fit the schedule to the time budget
+            per_step = (now - t0) / 5
+            stats.planned_steps = min(stats.planned_steps, max(6, int(cfg.minutes * 60 / per_step)))
+        if on_step:
+            on_step(stats.steps, stats.planned_steps, last)
+        if cfg.steps is None and now >= deadline:
+            stats.stopped_by = "time budget"
+            break
+    else:
+        stats.stopped_by = "steps" if cfg.steps else "planned steps"
+    if running:
+        stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
+    stats.seconds = round(time.perf_counter() - t0, 1)
+    model.eval()
+    return stats

@@ -1,0 +1,172 @@
+#!/usr/bin/env python
+"""Rerank cost against quality: one first stage, then every reranker configuration on it.
+
+For each (backend/precision, max_length, depth) the script scores the fused top ``depth`` of every
+judged query with the cross-encoder, orders them as the searcher does (``fusion.blend`` with the
+model's stored weight, tail kept), and reports nDCG@10 / Recall@10 and the rerank time per query
+(p50 / p95), plus retrieval + rerank per query (the first stage's own measured time added).
+The first stage runs once, so configurations differ only in the reranker.
+
+    python scripts/bench_rerank.py ../shared/datasets/scifact --reranker MODEL \\
+        --configs fp32:128,int8:128,onnx:128,onnx-int8:128 --depths 20
+
+The whole search with rerank, as users get it, is measured by ``hybrid-es eval --pipelines
+hybrid+rerank``; this script is for choosing the configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from hybrid_es.beir import read_qrels, read_queries
+from hybrid_es.cli_common import client, settings
+from hybrid_es.collection import default_index, ingest_collection
+from hybrid_es.embedder import make_embedder
+from hybrid_es.evaluation import EVAL_PRINCIPAL, percentile
+from hybrid_es.metrics import evaluate
+from hybrid_es.models import RequestScope
+from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker, rerank_passage
+from hybrid_es.reranker_train import Candidate, best_chunk_per_doc, reranked_run
+
+
+def parse_configs(spec: str) -> list[tuple[str, int]]:
+    out = []
+    for part in spec.split(","):
+        prec, _, length = part.strip().partition(":")
+        if prec not in PRECISIONS or not length.isdigit():
+            raise SystemExit(f"bad config {part!r}: want PRECISION:MAX_LENGTH, e.g. int8:128")
+        out.append((prec, int(length)))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("dataset", type=Path)
+    p.add_argument("--reranker", required=True, help="a local CrossEncoder folder")
+    p.add_argument("--split", default="test")
+    p.add_argument("--configs", default="fp32:128,int8:128,onnx:128,onnx-int8:128")
+    p.add_argument("--depths", default="20", help="comma list of rerank depths")
+    p.add_argument("--weight", type=float, default=None, help="blend weight (default: stored)")
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--max-queries", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    args = p.parse_args(argv)
+    configs = parse_configs(args.configs)
+    depths = [int(d) for d in args.depths.split(",")]
+
+    s = settings()
+    emb = make_embedder(args.embedder)
+    col = ingest_collection(
+        client(s),
+        emb,
+        args.dataset,
+        index=default_index(args.dataset, args.embedder),
+        state_index=f"{s.corpus_state_index}-eval",
+        url=s.redacted_url(),
+    )
+    qrels = read_qrels(args.dataset, args.split)
+    if args.max_queries:
+        qrels = dict(list(qrels.items())[: args.max_queries])
+    queries = read_queries(args.dataset)
+    searcher = col.searcher(pipeline="hybrid", fusion_method="rrf", fusion="client")
+    emb.embed_queries(["warm-up"])
+    ranked: dict[str, list[Candidate]] = {}
+    first_ms: dict[str, float] = {}
+    for qid in qrels:
+        if queries.get(qid, "").strip():
+            resp = searcher.search(
+                queries[qid], EVAL_PRINCIPAL, RequestScope(), top_k=50, rerank=False
+            )
+            ranked[qid] = [
+                Candidate(h.chunk_id, h.doc_id, rerank_passage(h.source)) for h in resp.hits
+            ]
+            first_ms[qid] = resp.timings_ms["total"]
+    judged = {q: qrels[q] for q in ranked}
+    base_run = {
+        q: {c.doc_id: float(50 - i) for i, c in enumerate(best_chunk_per_doc(r))}
+        for q, r in ranked.items()
+    }
+    base = evaluate(judged, base_run, ["ndcg@10", "recall@10"]).scores
+    rows: list[dict[str, Any]] = [
+        {
+            "config": "first stage (hybrid RRF)",
+            "depth": 0,
+            **base,
+            "rerank_ms": {"p50": 0.0, "p95": 0.0},
+            "total_ms": {
+                "p50": round(percentile(list(first_ms.values()), 50), 1),
+                "p95": round(percentile(list(first_ms.values()), 95), 1),
+            },
+        }
+    ]
+    for prec, length in configs:
+        ce = CrossEncoderReranker(args.reranker, precision=prec, max_length=length)  # type: ignore[arg-type]
+        weight = ce.weight if args.weight is None else args.weight
+        ce.score("warm-up", ["warm-up passage"] * 4)
+        for depth in depths:
+            run, rerank_ms, total_ms = {}, [], []
+            for qid, cands in ranked.items():
+                pool = cands[:depth]
+                t = time.perf_counter()
+                scores = ce.score(queries[qid], [c.text for c in pool])
+                ms = (time.perf_counter() - t) * 1000
+                rerank_ms.append(ms)
+                total_ms.append(first_ms[qid] + ms)
+                run[qid] = reranked_run(cands, scores, weight)
+            q = evaluate(judged, run, ["ndcg@10", "recall@10"]).scores
+            rows.append(
+                {
+                    "config": f"{prec}:{length} (weight {weight:g})",
+                    "depth": depth,
+                    **q,
+                    "rerank_ms": {
+                        "p50": round(percentile(rerank_ms, 50), 1),
+                        "p95": round(percentile(rerank_ms, 95), 1),
+                    },
+                    "total_ms": {
+                        "p50": round(percentile(total_ms, 50), 1),
+                        "p95": round(percentile(total_ms, 95), 1),
+                    },
+                }
+            )
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    out = {
+        "dataset": str(args.dataset),
+        "split": args.split,
+        "queries": len(ranked),
+        "reranker": args.reranker,
+        "command": "python scripts/bench_rerank.py " + " ".join(sys.argv[1:]),
+        "rows": rows,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=2))
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    t = Table(title=f"rerank cost vs quality, {args.dataset.name} {args.split} ({len(ranked)} q)")
+    for c in ("config", "depth", "nDCG@10", "R@10", "rerank p50/p95 ms", "search p50/p95 ms"):
+        t.add_column(c, justify="left" if c == "config" else "right")
+    for r in rows:
+        t.add_row(
+            r["config"],
+            str(r["depth"]),
+            f"{r['ndcg@10']:.4f}",
+            f"{r['recall@10']:.4f}",
+            f"{r['rerank_ms']['p50']:.0f} / {r['rerank_ms']['p95']:.0f}",
+            f"{r['total_ms']['p50']:.0f} / {r['total_ms']['p95']:.0f}",
+        )
+    Console().print(t)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

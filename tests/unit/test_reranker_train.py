@@ -1,0 +1,112 @@
+"""The pure parts of `hybrid-es reranker train`: splitting, mining, the reranked run, the weight."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybrid_es.fusion import blend
+from hybrid_es.reranker import rerank_passage
+from hybrid_es.reranker_train import (
+    Candidate,
+    TrainConfig,
+    choose_weight,
+    mine_groups,
+    reranked_run,
+    split_queries,
+)
+
+
+def test_split_is_seeded_disjoint_and_complete():
+    ids = [f"q{i}" for i in range(50)]
+    train, dev = split_queries(ids, 0.2, seed=13)
+    assert len(dev) == 10 and len(train) == 40 and set(train) | set(dev) == set(ids)
+    assert not set(train) & set(dev)
+    assert split_queries(list(reversed(ids)), 0.2, seed=13) == (train, dev)  # order-free
+    assert split_queries(ids, 0.2, seed=14) != (train, dev)
+    assert split_queries(ids, 0.0, seed=13) == (sorted(ids), [])
+
+
+def _cands(*docs: str) -> list[Candidate]:
+    return [Candidate(f"{d}::c{i}", d, f"text of {d}") for i, d in enumerate(docs)]
+
+
+def test_mining_takes_hard_negatives_from_the_first_stage_and_counts_skips():
+    ranked = {
+        "q1": _cands("A", "B", "A", "C", "D", "E"),  # A twice: one negative per document
+        "q2": _cands("F", "G"),  # too few negatives
+        "q3": _cands("B", "C", "D"),  # positive X missed by the first stage -> fallback text
+    }
+    qrels = {"q1": {"C": 1, "Z": 0}, "q2": {"F": 1}, "q3": {"X": 2, "Y": 1}, "q4": {"A": 1}}
+    queries = {"q1": "one", "q2": "two", "q3": "three", "q4": " "}
+    groups, skipped = mine_groups(
+        ["q1", "q2", "q3", "q4"],
+        queries,
+        qrels,
+        ranked,
+        {"X": "fallback X"},
+        negatives=2,
+        negative_pool=3,
+        seed=1,
+    )
+    assert skipped == {"no_query_text": 1, "no_positive_text": 1, "too_few_negatives": 1}
+    by_q = {g.qid: g for g in groups}
+    assert set(by_q) == {"q1", "q3"}
+    assert by_q["q1"].positive == "text of C"
+    # negatives come from the top 3 non-relevant documents (A, B, D), each once, never C
+    assert set(by_q["q1"].negatives) <= {"text of A", "text of B", "text of D"}
+    assert len(set(by_q["q1"].negatives)) == 2
+    assert by_q["q3"].positive == "fallback X"
+    again, _ = mine_groups(
+        ["q1", "q2", "q3", "q4"], queries, qrels, ranked, {"X": "fallback X"},
+        negatives=2, negative_pool=3, seed=1,
+    )  # fmt: skip
+    assert again == groups
+
+
+def test_blend_orders_by_weighted_minmax_with_first_stage_tie_break():
+    first = {"a": 3.0, "b": 2.0, "c": 1.0}
+    ce = {"a": 0.1, "b": 0.9, "c": 0.5}
+    assert blend(first, ce, 0.0) == ["a", "b", "c"]
+    assert blend(first, ce, 1.0) == ["b", "c", "a"]
+    # weight 0.5: a = 0.5*1 + 0.5*0 = .5, b = .5*.5 + .5*1 = .75, c = 0 + .5*.5 = .25
+    assert blend(first, ce, 0.5) == ["b", "a", "c"]
+    assert blend(first, {"a": 1.0, "b": 1.0, "c": 1.0}, 1.0) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        blend(first, ce, 1.5)
+    with pytest.raises(ValueError, match="same pool"):
+        blend(first, {"a": 1.0}, 0.5)
+
+
+def test_reranked_run_reorders_the_pool_and_keeps_the_tail():
+    ranked = _cands("A", "B", "C", "D")
+    run = reranked_run(ranked, [0.1, 0.9], weight=1.0)  # only A, B are reranked
+    assert sorted(run, key=lambda d: -run[d]) == ["B", "A", "C", "D"]
+
+
+def test_choose_weight_never_loses_to_the_first_stage_on_the_held_out_set():
+    ranked = {"q1": _cands("N1", "P", "N2"), "q2": _cands("P", "N1", "N2")}
+    qrels = {"q1": {"P": 1}, "q2": {"P": 1}}
+    helpful = {"q1": [0.1, 0.9, 0.2], "q2": [0.9, 0.1, 0.2]}
+    w, table = choose_weight(qrels, ranked, helpful)
+    assert w > 0 and table[w] == 1.0 and table[0.0] < 1.0
+    harmful = {"q1": [0.9, 0.1, 0.2], "q2": [0.1, 0.2, 0.9]}
+    w, table = choose_weight(qrels, ranked, harmful)
+    assert w == 0.0 and table[0.0] == max(table.values())
+
+
+def test_config_rejects_bad_values_with_every_reason():
+    with pytest.raises(ValueError) as e:
+        TrainConfig(negatives=0, max_length=8, minutes=0)
+    assert "negatives must be >= 1" in str(e.value) and "max_length" in str(e.value)
+    assert "minutes" in str(e.value)
+
+
+def test_rerank_passage_is_title_then_chunk_without_the_extractive_header():
+    src = {
+        "title": "T",
+        "raw_chunk_text": "body",
+        "search_payload": "Document: T. Identifiers: X.\nbody",
+    }
+    assert rerank_passage(src) == "T\nbody"
+    assert rerank_passage({"title": "T", "raw_chunk_text": "T and more"}) == "T and more"
+    assert rerank_passage({"search_payload": "only payload"}) == "only payload"
