@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal
 
 ANALYSIS_VERSION = "client-terms-v1"
 """Stored on every chunk: a change to ``client_terms`` must bump it, so re-ingest rewrites."""
@@ -83,3 +84,20 @@ def client_terms(text: str) -> str:
         elif tok not in STOP_WORDS:
             out.append(_stem(tok))
     return " ".join(out)
+
+
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+Script = Literal["cjk", "latin"]
+
+
+def dominant_script(text: str) -> Script:
+    """``cjk`` when CJK characters make up at least 30 % of the letters, else ``latin``.
+
+    Coarse on purpose: it only has to tell a model trained on English claims from a Chinese
+    question (the reranker's script gate).
+    """
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return "latin"
+    cjk = sum(1 for c in letters if _CJK_CHAR.match(c))
+    return "cjk" if cjk / len(letters) >= 0.3 else "latin"

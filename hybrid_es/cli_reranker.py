@@ -39,7 +39,10 @@ def train_command(
     steps: Annotated[
         int | None, typer.Option(help="Exact optimizer steps (replays a run; ignores --minutes).")
     ] = None,
-    epochs: Annotated[int, typer.Option(help="Upper bound on passes over the groups.")] = 2,
+    schedule_steps: Annotated[
+        int | None, typer.Option(help="Learning-rate schedule length (replays a run).")
+    ] = None,
+    epochs: Annotated[int, typer.Option(help="Upper bound on passes over the groups.")] = 3,
     seed: Annotated[int, typer.Option()] = 13,
     max_length: Annotated[int, typer.Option(help="Tokens per (query, passage) pair.")] = 128,
     negatives: Annotated[int, typer.Option(help="Hard negatives per positive.")] = 7,
@@ -57,6 +60,7 @@ def train_command(
 
     import torch
 
+    from hybrid_es.analysis import dominant_script
     from hybrid_es.beir import read_qrels, read_queries
     from hybrid_es.collection import default_index, ingest_collection
     from hybrid_es.embedder import make_embedder
@@ -83,6 +87,7 @@ def train_command(
             epochs=epochs,
             minutes=minutes,
             steps=steps,
+            schedule_steps=schedule_steps,
             dev_fraction=dev_fraction,
             rerank_depth=rerank_depth,
         )
@@ -169,6 +174,7 @@ def train_command(
         "first_stage": f"hybrid RRF (client), embedder {emb.model_id}, top 50",
         "config": {k: v for k, v in vars(cfg).items()},
         "max_length": cfg.max_length,
+        "scripts": sorted({dominant_script(queries[q]) for q in train_ids if q in queries}),
         "train_queries": len(train_ids),
         "dev_queries": len(dev_scores),
         "groups": len(groups),
@@ -178,6 +184,8 @@ def train_command(
         "dev_ndcg10_by_weight": {str(w): round(v, 4) for w, v in table.items()},
         "blend_weight": weight,
         "command": "hybrid-es reranker " + " ".join(sys.argv[2:]),
+        "replay": f"--steps {stats.steps} --schedule-steps {stats.planned_steps} "
+        f"--epochs {cfg.epochs} --seed {cfg.seed}",
     }
     (out / METADATA_FILE).write_text(json.dumps(meta, indent=2))
     if as_json:

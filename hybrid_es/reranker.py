@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from hybrid_es.analysis import dominant_script
 from hybrid_es.embedder import LazyModel, quiet_transformers
 
 Precision = Literal["fp32", "bf16", "int8"]
@@ -77,6 +79,9 @@ class CrossEncoderReranker:
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
         self.metadata = meta
+        scripts = meta.get("scripts")
+        self.scripts: frozenset[str] | None = frozenset(scripts) if scripts else None
+        """Scripts the model was trained on (from its metadata); None: no gate (hub models)."""
         self._model = LazyModel(
             self._open,
             what=f"cross-encoder {model!r}",
@@ -91,10 +96,25 @@ class CrossEncoderReranker:
 
         ce = CrossEncoder(self.model_name, max_length=self.max_length, device="cpu")
         if self.precision == "int8":
-            torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
-                ce.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
-            )
+            # torch.ao's eager quantisation is deprecated upstream in favour of torchao, but is
+            # what this torch ships and measures fastest here; its notices are not ours to show.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", message=".*quantiz", category=UserWarning)
+                torch.ao.quantization.quantize_dynamic(  # type: ignore[no-untyped-call]
+                    ce.model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+                )
         return ce
+
+    def covers(self, query: str) -> tuple[bool, str]:
+        """Whether this model should rerank ``query``, and the query's script.
+
+        A model trained by ``hybrid-es reranker train`` records the scripts of its training
+        queries; a query in another script (a Chinese question for a model trained on English
+        claims) is not reranked: measured on XQuAD-zh, such reranking cost 0.04 nDCG@10.
+        """
+        script = dominant_script(query)
+        return (self.scripts is None or script in self.scripts), script
 
     def _load(self) -> Any:
         return self._model.get()

@@ -42,9 +42,10 @@ class TrainConfig:
     negative_pool: int = 30
     learning_rate: float = 3e-5
     warmup_fraction: float = 0.1
-    epochs: int = 2
+    epochs: int = 3
     minutes: float = 20.0
     steps: int | None = None
+    schedule_steps: int | None = None
     groups_per_step: int = 2
     dev_fraction: float = 0.2
     rerank_depth: int = 20
@@ -58,6 +59,7 @@ class TrainConfig:
             "epochs must be >= 1": self.epochs >= 1,
             "minutes must be > 0": self.minutes > 0,
             "steps must be >= 1": self.steps is None or self.steps >= 1,
+            "schedule_steps must be >= 1": self.schedule_steps is None or self.schedule_steps >= 1,
             "groups_per_step must be >= 1": self.groups_per_step >= 1,
             "dev_fraction must lie in [0, 0.9]": 0.0 <= self.dev_fraction <= 0.9,
             "rerank_depth must be >= 2": self.rerank_depth >= 2,
@@ -219,10 +221,13 @@ def train(
     *,
     on_step: Callable[[int, int, float], None] | None = None,
 ) -> TrainStats:
-    """Listwise fine-tuning until ``cfg.steps`` steps, or the epochs, or ``cfg.minutes``.
+    """Listwise fine-tuning over a linear warm-up/decay schedule of ``planned_steps``.
 
-    Under a time budget the learning-rate schedule is fitted to the steps the budget allows
-    (measured over the first steps), so the decay ends at the deadline rather than mid-way.
+    The schedule spans ``cfg.schedule_steps``, else ``cfg.epochs`` passes; under a time budget
+    (neither ``steps`` nor ``schedule_steps`` given) it is shortened to the steps the budget
+    allows, measured over the first steps, so the decay ends at the deadline. Training stops at
+    the end of the schedule, at ``cfg.steps``, or (time budget only) at the deadline. The stats
+    record both numbers: ``--steps S --schedule-steps P`` replays a budgeted run step for step.
     ``on_step(step, planned, loss)`` reports progress.
     """
     import torch
@@ -232,7 +237,9 @@ def train(
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     per_epoch = math.ceil(len(groups) / cfg.groups_per_step)
-    stats = TrainStats(planned_steps=cfg.steps or per_epoch * cfg.epochs)
+    stats = TrainStats(planned_steps=cfg.schedule_steps or per_epoch * cfg.epochs)
+    stop_at = min(stats.planned_steps, cfg.steps or stats.planned_steps)
+    fit_to_budget = cfg.steps is None and cfg.schedule_steps is None
     warmup = max(1, int(stats.planned_steps * cfg.warmup_fraction))
 
     def lr_at(step: int) -> float:
@@ -249,7 +256,7 @@ def train(
     deadline = t0 + cfg.minutes * 60
     running: list[float] = []
     order: list[Group] = []
-    while stats.steps < stats.planned_steps:
+    while stats.steps < stop_at:
         if not order:
             order = list(groups)
             rng.shuffle(order)
@@ -279,9 +286,10 @@ def train(
             stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
             running = []
         now = time.perf_counter()
-        if cfg.steps is None and stats.steps == 5:  # fit the schedule to the time budget
+        if fit_to_budget and stats.steps == 5:  # fit the schedule to the time budget
             per_step = (now - t0) / 5
             stats.planned_steps = min(stats.planned_steps, max(6, int(cfg.minutes * 60 / per_step)))
+            stop_at = stats.planned_steps
         if on_step:
             on_step(stats.steps, stats.planned_steps, last)
         if cfg.steps is None and now >= deadline:

@@ -284,6 +284,12 @@ class HybridSearcher:
             note = "reranking disabled for this query"
         elif self.reranker is None:
             note = "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
+        elif not (gate := self.reranker.covers(text))[0]:
+            trained = ", ".join(sorted(self.reranker.scripts or ()))
+            note = (
+                f"not reranked: the query is in {gate[1]} script, outside what "
+                f"{self.reranker.model_name} was trained on ({trained})"
+            )
         else:
             pool, tail = candidates[:rerank_depth], candidates[rerank_depth:]
             t = time.perf_counter()

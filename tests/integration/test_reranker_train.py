@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_es.embedder import make_embedder
+from hybrid_es.evaluation import EVAL_PRINCIPAL
 from hybrid_es.reranker import CrossEncoderReranker
+from hybrid_es.searcher import HybridSearcher
+from hybrid_es.settings import Settings
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
@@ -43,13 +47,26 @@ def test_train_writes_a_loadable_reproducible_model(es, bootstrapped, tmp_path, 
         assert meta["train_queries"] == 3 and meta["dev_queries"] == 1 and meta["groups"] > 0
         assert len(meta["dev_ndcg10_by_weight"]) == 11
         assert meta["blend_weight"] in {i / 10 for i in range(11)}
-        assert meta["max_length"] == 128
+        assert meta["max_length"] == 128 and "--steps 3 " in meta["replay"]
         saved = json.loads((tmp_path / "a" / "hybrid_es_reranker.json").read_text())
         assert saved == meta
         ce = CrossEncoderReranker(str(tmp_path / "a"))
         assert ce.max_length == 128 and ce.weight == meta["blend_weight"]
         scores = ce.score("hotel cancellation", ["free cancellation until 48 hours", "brochure"])
         assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)
+        # The script gate: trained on English queries (q1-q3), it leaves Chinese ones alone.
+        assert meta["scripts"] == ["latin"]
+        searcher = HybridSearcher(
+            es,
+            make_embedder("minilm"),
+            index=index,
+            corpus_state_index=f"{Settings().corpus_state_index}-eval",
+            reranker=ce,
+        )
+        zh = searcher.search("无障碍淋浴间 房价", EVAL_PRINCIPAL, top_k=3)
+        assert not zh.reranked and "cjk script" in zh.rerank_note and zh.hits
+        en = searcher.search("roll-in shower rate", EVAL_PRINCIPAL, top_k=3)
+        assert en.reranked and all(h.rerank_score is not None for h in en.hits)
         # Seeded: the same command gives the same weights.
         again = _train(tmp_path / "b", index, tiny_cross_encoder)
         assert again["dev_ndcg10_by_weight"] == meta["dev_ndcg10_by_weight"]

@@ -110,3 +110,29 @@ def test_rerank_passage_is_title_then_chunk_without_the_extractive_header():
     assert rerank_passage(src) == "T\nbody"
     assert rerank_passage({"title": "T", "raw_chunk_text": "T and more"}) == "T and more"
     assert rerank_passage({"search_payload": "only payload"}) == "only payload"
+
+
+def test_dominant_script_tells_chinese_questions_from_english_claims():
+    from hybrid_es.analysis import dominant_script
+
+    assert dominant_script("无障碍淋浴间 房价") == "cjk"
+    assert dominant_script("KYO-H12 无障碍淋浴间的房价是多少") == "cjk"
+    assert dominant_script("Vitamin D deficiency raises TB risk") == "latin"
+    assert dominant_script("the 京都 hotel's roll-in shower rate for April") == "latin"
+    assert dominant_script("12345 !!") == "latin"
+
+
+def test_a_trained_reranker_gates_on_the_scripts_it_was_trained_on(tmp_path):
+    import json
+
+    from hybrid_es.reranker import METADATA_FILE, CrossEncoderReranker
+
+    (tmp_path / METADATA_FILE).write_text(
+        json.dumps({"scripts": ["latin"], "max_length": 96, "blend_weight": 0.3})
+    )
+    ce = CrossEncoderReranker(str(tmp_path))  # nothing is loaded until the first score
+    assert (ce.max_length, ce.weight) == (96, 0.3)
+    assert ce.covers("roll-in shower") == (True, "latin")
+    assert ce.covers("无障碍淋浴间") == (False, "cjk")
+    hub = CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2")  # no metadata: no gate
+    assert hub.covers("无障碍淋浴间") == (True, "cjk") and hub.weight == 1.0

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Create (or reuse) the virtual environment of the Haystack peer benchmark (scripts/bench_haystack.py)
+# and print its path on the last line. Not part of CI: scripts/setup.sh and scripts/test.sh do not
+# use it.
+#
+#   HYBRID_ES_CACHE   cache root (default ~/.cache/hybrid-es); the venv lives in $HYBRID_ES_CACHE/peer-venv
+#
+# Why a separate venv and not a `peer` extra: elasticsearch-haystack 7.1.0 (the newest on PyPI)
+# requires `elasticsearch>=8,<9`, while hybrid-es runs the 9.x client against the 9.x cluster. The
+# peer gets the 8.x client; Elasticsearch 9 answers it through REST API compatibility, which the 8.x
+# client asks for by default. haystack-ai 3 no longer ships the sentence-transformers embedders and
+# ranker: they come from sentence-transformers-haystack.
+#
+# Everything the project venv also has (torch, transformers, sentence-transformers, numpy, ranx...)
+# is pinned to the project venv's exact version (constraints from its `pip freeze`), so both sides
+# run the same model code; only the Elasticsearch client differs.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}"
+BASE="$CACHE/venv"
+PEER="$CACHE/peer-venv"
+PY="${PYTHON:-python3}"
+PEER_PACKAGES=(
+  "haystack-ai==3.4.1"
+  "elasticsearch-haystack==7.1.0"
+  "sentence-transformers-haystack==2.0.0"
+)
+
+# The project venv fixes the versions; create it only when it is missing.
+if [ ! -x "$BASE/bin/python" ]; then
+  "$ROOT/scripts/setup.sh" >/dev/null
+fi
+
+if [ ! -x "$PEER/bin/python" ]; then
+  echo "setup_peer.sh: creating $PEER" >&2
+  "$PY" -m venv "$PEER"
+  "$PEER/bin/pip" install -q --upgrade pip >&2
+fi
+
+# Reinstall when this script, pyproject.toml, the project venv's package set or the path changes.
+BASE_FREEZE="$("$BASE/bin/pip" freeze --exclude-editable 2>/dev/null | sort)"
+KEY="$( (cat "$0" "$ROOT/pyproject.toml"; echo "$BASE_FREEZE"; echo "$ROOT") | sha256sum | cut -c1-16)"
+STAMP="$PEER/.hybrid-es-peer-$KEY"
+if [ ! -f "$STAMP" ]; then
+  echo "setup_peer.sh: installing ${PEER_PACKAGES[*]} and hybrid-es[models,eval] into $PEER" \
+    "(a first run downloads torch: minutes)" >&2
+  CONSTRAINTS="$(mktemp)"
+  trap 'rm -f "$CONSTRAINTS"' EXIT
+  # The project venv's versions for everything shared, except the client the peer needs.
+  echo "$BASE_FREEZE" | grep -viE '^(elasticsearch|elastic-transport|hybrid-es)==' \
+    | grep -E '^[A-Za-z0-9_.-]+==' >"$CONSTRAINTS" || true
+  "$PEER/bin/pip" install -q -c "$CONSTRAINTS" -e "$ROOT[models,eval]" "${PEER_PACKAGES[@]}" >&2
+  rm -f "$PEER"/.hybrid-es-peer-*
+  touch "$STAMP"
+fi
+
+"$PEER/bin/python" - <<'PYCHK' >&2
+from importlib.metadata import version
+
+import elasticsearch
+
+assert elasticsearch.__versionstr__.startswith("8."), elasticsearch.__versionstr__
+names = ("haystack-ai", "elasticsearch-haystack", "sentence-transformers-haystack", "elasticsearch",
+         "sentence-transformers", "transformers", "torch")
+print("setup_peer.sh: " + ", ".join(f"{n} {version(n)}" for n in names))
+PYCHK
+echo "$PEER"
