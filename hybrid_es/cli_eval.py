@@ -18,7 +18,11 @@ from hybrid_es.cli_common import client, console, emit_json, err_console, settin
 
 def eval_command(
     dataset: Annotated[
-        Path, typer.Argument(help="A BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/).")
+        Path,
+        typer.Argument(
+            help="A BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/), or the cookbook's "
+            "(codebase_chunks.json, evaluation_set.jsonl: Pass@k = chunk-level recall@k)."
+        ),
     ],
     split: Annotated[str, typer.Option(help="qrels split.")] = "test",
     pipelines: Annotated[
@@ -52,9 +56,17 @@ def eval_command(
     import json
 
     from hybrid_es.beir import read_qrels, read_queries
-    from hybrid_es.collection import collection_name, default_index, ingest_collection
+    from hybrid_es.collection import EVAL_TENANT, collection_name, default_index, ingest_collection
+    from hybrid_es.cookbook import is_cookbook, load_codebase
     from hybrid_es.embedder import make_embedder
-    from hybrid_es.evaluation import PIPELINES, markdown_report, plot, run_pipeline
+    from hybrid_es.evaluation import (
+        METRICS,
+        PASS_AT_K,
+        PIPELINES,
+        markdown_report,
+        plot,
+        run_pipeline,
+    )
     from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker
 
     wanted = [p.strip() for p in pipelines.split(",") if p.strip()]
@@ -70,10 +82,17 @@ def eval_command(
     es = client(s)
     name = collection_name(dataset)
     emb = make_embedder(embedder)
-    qrels = read_qrels(dataset, split)
+    docs, chunker, unit, metrics = None, None, "doc", METRICS
+    if is_cookbook(dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
+        cb = load_codebase(dataset, tenant=EVAL_TENANT)
+        queries, qrels = cb.as_judged()
+        docs, chunker, unit, metrics = cb.docs, (lambda d: cb.chunks[d.id]), "chunk", PASS_AT_K
+        split = "all questions"
+    else:
+        qrels = read_qrels(dataset, split)
+        queries = read_queries(dataset)
     if max_queries:
         qrels = dict(list(qrels.items())[:max_queries])
-    queries = read_queries(dataset)
     if precision not in PRECISIONS:
         raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")
     ce = (
@@ -99,6 +118,8 @@ def eval_command(
             url=s.redacted_url(),
             on_total=lambda n: bar.update(task, total=n),
             progress=lambda n: bar.advance(task, n),
+            docs=docs,
+            chunker=chunker,
         )
         emb.embed_queries(["warm-up"])
         if ce is not None and reranking:
@@ -122,6 +143,8 @@ def eval_command(
                     rerank=p in reranking,
                     rerank_depth=rerank_depth,
                     progress=partial(bar.advance, task),
+                    unit=unit,  # type: ignore[arg-type]
+                    metrics=metrics,
                 )
             )
     rep, ingest_s = col.report, col.ingest_s
@@ -162,12 +185,14 @@ def _usd(cost: float | None) -> str:
 def _print(name: str, results: list[Any], machine: str) -> None:
     from hybrid_es.evaluation import METRICS, STAGES
 
+    names = list(results[0].metrics) if results else list(METRICS)
+
     t = Table(title=f"{name}: quality")
     t.add_column("pipeline")
-    for m in (*METRICS, "fail@20"):
+    for m in (*names, "fail@20"):
         t.add_column(m, justify="right")
     for r in results:
-        t.add_row(r.name, *[f"{r.metrics.get(m, 0):.4f}" for m in METRICS], f"{r.failure_rate:.4f}")
+        t.add_row(r.name, *[f"{r.metrics.get(m, 0):.4f}" for m in names], f"{r.failure_rate:.4f}")
     console.print(t)
     lt = Table(title="latency p50 / p95 ms")
     lt.add_column("pipeline")

@@ -15,8 +15,9 @@ from elasticsearch import Elasticsearch
 
 from hybrid_es.beir import read_corpus
 from hybrid_es.corpus_state import CorpusState
+from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder
-from hybrid_es.indexer import Ingestor, IngestReport
+from hybrid_es.indexer import Chunker, Ingestor, IngestReport
 from hybrid_es.searcher import HybridSearcher
 
 EVAL_TENANT = "eval"
@@ -65,14 +66,19 @@ def ingest_collection(
     url: str,
     on_total: Callable[[int], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    docs: list[Document] | None = None,
+    chunker: Chunker | None = None,
 ) -> Collection:
-    """Ingest ``dataset``'s corpus for the evaluation tenant (unchanged documents are skipped)."""
+    """Ingest ``dataset``'s corpus (or ``docs``, cut by ``chunker`` when given) for the
+    evaluation tenant; unchanged documents are skipped."""
     import time
 
-    docs = list(read_corpus(dataset, tenant=EVAL_TENANT))
+    docs = docs if docs is not None else list(read_corpus(dataset, tenant=EVAL_TENANT))
     if on_total:
         on_total(len(docs))
-    ing = Ingestor(es, embedder, index=index, corpus_state=CorpusState(es, state_index))
+    ing = Ingestor(
+        es, embedder, index=index, corpus_state=CorpusState(es, state_index), chunker=chunker
+    )
     t = time.perf_counter()
     rep = ing.ingest(docs, progress=progress)
     return Collection(

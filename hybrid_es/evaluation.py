@@ -11,13 +11,15 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hybrid_es.metrics import evaluate
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.searcher import HybridSearcher
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "recall@100", "mrr@10")
+PASS_AT_K = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10")
+"""The cookbook's Pass@k is chunk-level Recall@k."""
 PIPELINES = ("bm25", "dense", "hybrid", "linear", "hybrid+rerank", "linear+rerank")
 STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
 EVAL_PRINCIPAL = Principal(tenant="eval", user_id="eval")
@@ -66,8 +68,11 @@ def run_pipeline(
     rerank: bool = False,
     rerank_depth: int = 20,
     progress: Callable[[int], None] | None = None,
+    unit: Literal["doc", "chunk"] = "doc",
+    metrics: tuple[str, ...] = METRICS,
 ) -> PipelineResult:
-    """Run every judged query through ``searcher`` and score it."""
+    """Run every judged query through ``searcher`` and score it; qrels name documents (a
+    document's best chunk stands for it) or, with ``unit="chunk"``, chunks."""
     run: dict[str, dict[str, float]] = {}
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
     path = ""
@@ -86,15 +91,16 @@ def run_pipeline(
         path = resp.fusion_path
         ranked: dict[str, float] = {}
         for h in resp.hits:  # a document's best chunk stands for it
-            if h.doc_id not in ranked:
-                ranked[h.doc_id] = float(len(resp.hits) - h.final_rank + 1)
+            key = h.chunk_id if unit == "chunk" else h.doc_id
+            if key not in ranked:
+                ranked[key] = float(len(resp.hits) - h.final_rank + 1)
         run[qid] = ranked
         for s in STAGES:
             if s in resp.timings_ms:
                 stages[s].append(resp.timings_ms[s])
         if progress:
             progress(1)
-    ev = evaluate(qrels, run, METRICS)
+    ev = evaluate(qrels, run, metrics)
     latency = {
         s: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
         for s, v in stages.items()
@@ -116,6 +122,7 @@ def markdown_report(
     dataset: str, results: list[PipelineResult], *, command: str, machine: str, plots: list[str]
 ) -> str:
     """A Markdown report: the command, the machine, a quality table and a latency table."""
+    names = list(results[0].metrics) if results else list(METRICS)
     lines = [
         f"# Evaluation: {dataset}",
         "",
@@ -126,13 +133,13 @@ def markdown_report(
         "Gains are linear (graded relevance = gain), discount 1/log2(rank+1); queries with "
         "no relevant document are excluded and counted; failure rate = 1 - Recall@20.",
         "",
-        "| pipeline | path | " + " | ".join(METRICS) + " | failure rate | queries |",
-        "|---|---|" + "---|" * (len(METRICS) + 2),
+        "| pipeline | path | " + " | ".join(names) + " | failure rate | queries |",
+        "|---|---|" + "---|" * (len(names) + 2),
     ]
     for r in results:
         lines.append(
             f"| {r.name} | {r.fusion_path} | "
-            + " | ".join(f"{r.metrics.get(m, 0):.4f}" for m in METRICS)
+            + " | ".join(f"{r.metrics.get(m, 0):.4f}" for m in names)
             + f" | {r.failure_rate:.4f} | {r.queries} |"
         )
     lines += [

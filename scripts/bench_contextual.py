@@ -45,7 +45,6 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,6 +63,7 @@ from hybrid_es.contextual import (
     Header,
     NoContextualizer,
 )
+from hybrid_es.cookbook import Codebase, load_codebase
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
@@ -113,47 +113,6 @@ class CountingContextualizer:
 
 
 # -- the codebase set --------------------------------------------------------------------------
-
-
-@dataclass
-class Codebase:
-    docs: list[Document]
-    chunks: dict[str, list[Chunk]]
-    queries: list[tuple[str, set[str]]]
-    """(question, golden chunk ids)."""
-
-
-def load_codebase(root: Path) -> Codebase:
-    data = json.loads((root / "codebase_chunks.json").read_text(encoding="utf-8"))
-    docs: list[Document] = []
-    chunks: dict[str, list[Chunk]] = {}
-    by_uuid: dict[str, str] = {}
-    for d in data:
-        doc = Document(
-            id=d["doc_id"],
-            tenant=TENANT,
-            body=d["content"],
-            source_type="code",
-            metadata={"uuid": d["original_uuid"]},
-        )
-        docs.append(doc)
-        by_uuid[d["original_uuid"]] = doc.id
-        cursor = 0
-        out = []
-        for c in d["chunks"]:
-            start = doc.body.find(c["content"], cursor)
-            out.append(
-                Chunk(int(c["original_index"]), c["content"], (), start if start >= 0 else None)
-            )
-            cursor = max(cursor, start)
-        chunks[doc.id] = out
-    queries = []
-    for line in (root / "evaluation_set.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            golden = {chunk_id(by_uuid[u], 1, int(i)) for u, i in row["golden_chunk_uuids"]}
-            queries.append((row["query"], golden))
-    return Codebase(docs, chunks, queries)
 
 
 def _fresh(client: Elasticsearch, *names: str) -> None:
@@ -222,7 +181,7 @@ def cookbook_anchors(path: Path) -> dict[str, tuple[float, float, float]]:
 def codebase_part(
     args: argparse.Namespace, client: Elasticsearch, embedder: Embedder, console: Console
 ) -> dict[str, Any]:
-    cb = load_codebase(args.dataset)
+    cb = load_codebase(args.dataset, tenant=TENANT)
     if args.queries:
         cb.queries = cb.queries[: args.queries]
     plain, ctx_index = f"{args.index_prefix}-plain", f"{args.index_prefix}-ctx"

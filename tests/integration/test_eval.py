@@ -54,3 +54,36 @@ def test_eval_reports_quality_latency_and_a_markdown_report(es, bootstrapped, tm
         assert "| hybrid | client-rrf |" in report and (tmp_path / "tiny-beir.png").stat().st_size
     finally:
         es.indices.delete(index=index, ignore_unavailable=True)
+
+
+COOKBOOK = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-cookbook"
+
+
+def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, bootstrapped):
+    index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "hybrid_es.cli", "eval", str(COOKBOOK),
+             "--pipelines", "bm25,hybrid", "--index", index, "--json"],
+            capture_output=True, text=True, timeout=600, env={**os.environ},
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr[-3000:]
+        out = json.loads(r.stdout)
+        assert out["split"] == "all questions"
+        for res in out["results"]:
+            # Pass@k columns, judged per chunk: 3 questions, one golden chunk each.
+            assert set(res["metrics"]) == {
+                "recall@5",
+                "recall@10",
+                "recall@20",
+                "ndcg@10",
+                "mrr@10",
+            }
+            assert res["queries"] == 3 and res["metrics"]["recall@5"] > 0.0
+        by = {x["pipeline"]: x for x in out["results"]}
+        assert by["hybrid"]["metrics"]["recall@5"] == 1.0  # 4 chunks: kNN returns them all
+        # The corpus's own chunks were indexed, under the ids the golden chunks name.
+        ids = {h["_id"] for h in es.search(index=index, size=10)["hits"]["hits"]}
+        assert ids == {f"doc_{d}::v1::c000{c}" for d in (1, 2) for c in (0, 1)}
+    finally:
+        es.indices.delete(index=index, ignore_unavailable=True)
