@@ -64,11 +64,8 @@ def train_command(
     from hybrid_es.beir import read_qrels, read_queries
     from hybrid_es.collection import default_index, ingest_collection
     from hybrid_es.embedder import make_embedder
-    from hybrid_es.evaluation import EVAL_PRINCIPAL
-    from hybrid_es.models import RequestScope
-    from hybrid_es.reranker import METADATA_FILE, CrossEncoderReranker, rerank_passage
+    from hybrid_es.reranker import METADATA_FILE, CrossEncoderReranker
     from hybrid_es.reranker_train import (
-        Candidate,
         TrainConfig,
         choose_weight,
         init_model,
@@ -123,18 +120,8 @@ def train_command(
             on_total=lambda n: bar.update(task, total=n),
             progress=lambda n: bar.advance(task, n),
         )
-        searcher = col.searcher(pipeline="hybrid", fusion_method="rrf", fusion="client")
-        ranked: dict[str, list[Candidate]] = {}
         task = bar.add_task("first stage", total=len(qrels), note="hybrid RRF top 50")
-        for qid in qrels:
-            if queries.get(qid, "").strip():
-                resp = searcher.search(
-                    queries[qid], EVAL_PRINCIPAL, RequestScope(), top_k=50, rerank=False
-                )
-                ranked[qid] = [
-                    Candidate(h.chunk_id, h.doc_id, rerank_passage(h.source)) for h in resp.hits
-                ]
-            bar.advance(task)
+        ranked, _ = col.first_stage(queries, qrels, progress=lambda n: bar.advance(task, n))
         fallback = _first_chunks(es, index, qrels, ranked)
         groups, skipped = mine_groups(
             train_ids,

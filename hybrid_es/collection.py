@@ -7,7 +7,7 @@ and the embedder unless given.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +18,13 @@ from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder
 from hybrid_es.indexer import Chunker, Ingestor, IngestReport
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.reranker import rerank_passage
+from hybrid_es.reranker_train import Candidate
 from hybrid_es.searcher import HybridSearcher
 
 EVAL_TENANT = "eval"
+EVAL_PRINCIPAL = Principal(tenant=EVAL_TENANT, user_id="eval")
 
 
 def collection_name(dataset: Path) -> str:
@@ -43,6 +47,33 @@ class Collection:
     report: IngestReport
     ingest_s: float
     documents: int
+
+    def first_stage(
+        self,
+        queries: Mapping[str, str],
+        qids: Iterable[str],
+        *,
+        depth: int = 50,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[dict[str, list[Candidate]], dict[str, float]]:
+        """Hybrid RRF (client-side) top ``depth`` chunks of each query with its text, as the
+        reranker would see them, and each search's measured time in ms. Queries without text
+        are left out."""
+        searcher = self.searcher(pipeline="hybrid", fusion_method="rrf", fusion="client")
+        ranked: dict[str, list[Candidate]] = {}
+        took: dict[str, float] = {}
+        for qid in qids:
+            if queries.get(qid, "").strip():
+                resp = searcher.search(
+                    queries[qid], EVAL_PRINCIPAL, RequestScope(), top_k=depth, rerank=False
+                )
+                ranked[qid] = [
+                    Candidate(h.chunk_id, h.doc_id, rerank_passage(h.source)) for h in resp.hits
+                ]
+                took[qid] = resp.timings_ms["total"]
+            if progress:
+                progress(1)
+        return ranked, took
 
     def searcher(self, **kwargs: object) -> HybridSearcher:
         """A searcher over this collection (keyword arguments as for HybridSearcher)."""

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hybrid_es.collection import EVAL_PRINCIPAL
 from hybrid_es.metrics import evaluate
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import RequestScope
 from hybrid_es.searcher import HybridSearcher
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "recall@100", "mrr@10")
@@ -22,7 +23,6 @@ PASS_AT_K = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10")
 """The cookbook's Pass@k is chunk-level Recall@k."""
 PIPELINES = ("bm25", "dense", "hybrid", "linear", "hybrid+rerank", "linear+rerank")
 STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
-EVAL_PRINCIPAL = Principal(tenant="eval", user_id="eval")
 
 
 @dataclass

@@ -30,11 +30,10 @@ from hybrid_es.beir import read_qrels, read_queries
 from hybrid_es.cli_common import client, settings
 from hybrid_es.collection import default_index, ingest_collection
 from hybrid_es.embedder import make_embedder
-from hybrid_es.evaluation import EVAL_PRINCIPAL, percentile
+from hybrid_es.evaluation import percentile
 from hybrid_es.metrics import evaluate
-from hybrid_es.models import RequestScope
-from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker, rerank_passage
-from hybrid_es.reranker_train import Candidate, best_chunk_per_doc, reranked_run
+from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker
+from hybrid_es.reranker_train import best_chunk_per_doc, reranked_run
 
 
 def parse_configs(spec: str) -> list[tuple[str, int]]:
@@ -77,19 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_queries:
         qrels = dict(list(qrels.items())[: args.max_queries])
     queries = read_queries(args.dataset)
-    searcher = col.searcher(pipeline="hybrid", fusion_method="rrf", fusion="client")
     emb.embed_queries(["warm-up"])
-    ranked: dict[str, list[Candidate]] = {}
-    first_ms: dict[str, float] = {}
-    for qid in qrels:
-        if queries.get(qid, "").strip():
-            resp = searcher.search(
-                queries[qid], EVAL_PRINCIPAL, RequestScope(), top_k=50, rerank=False
-            )
-            ranked[qid] = [
-                Candidate(h.chunk_id, h.doc_id, rerank_passage(h.source)) for h in resp.hits
-            ]
-            first_ms[qid] = resp.timings_ms["total"]
+    ranked, first_ms = col.first_stage(queries, qrels)
     judged = {q: qrels[q] for q in ranked}
     base_run = {
         q: {c.doc_id: float(50 - i) for i, c in enumerate(best_chunk_per_doc(r))}
