@@ -92,8 +92,9 @@ def test_seed_fixture_gates_after_a_trained_reranker(es, embedder, fresh_indices
     model = os.environ.get("HYBRID_ES_TEST_RERANKER")
     if not model:
         pytest.skip(
-            "missing capability: a trained cross-encoder (set HYBRID_ES_TEST_RERANKER to "
-            "a CrossEncoder folder); no pretrained reranker weights install here"
+            "missing capability: a trained cross-encoder (no pretrained reranker weights install "
+            "here; `hybrid-es reranker train ../shared/datasets/scifact --out "
+            "~/.cache/hybrid-es/models/scifact-ce`, 20 min, and scripts/test.sh uses it)"
         )
     _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
     searcher = _searcher(es, embedder, fresh_indices, reranker=CrossEncoderReranker(model))
