@@ -18,6 +18,7 @@ from hybrid_es.cli_common import (
     console,
     emit_json,
     err_console,
+    hits_table,
     make_scope,
     make_searcher,
     settings,
@@ -184,18 +185,7 @@ def search(
     if as_json:
         emit_json(resp.model_dump(mode="json", exclude={"hits": {"__all__": {"source"}}}))
         return
-    t = Table(title=f"{query!r} as {tenant}/{user}")
-    t.add_column("#", justify="right")
-    t.add_column("chunk", no_wrap=True)
-    for c, j in [
-        ("ver", "right"),
-        ("sparse", "right"),
-        ("dense", "right"),
-        ("fused", "right"),
-        ("rerank", "right"),
-        ("authorization", "left"),
-    ]:
-        t.add_column(c, justify=j)  # type: ignore[arg-type]
+    t = hits_table(f"{query!r} as {tenant}/{user}")
     for h in resp.hits:
         t.add_row(
             str(h.final_rank),

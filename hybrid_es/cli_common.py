@@ -114,3 +114,17 @@ def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None =
         on_response=tracer(s),
         on_error=tracer(s).on_error,
     )
+
+
+def hits_table(title: str) -> Any:
+    """The one hit table of ``search`` and ``traces show``: rank, chunk, version, per-leg ranks,
+    fused and rerank scores, authorization."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    t.add_column("#", justify="right")
+    t.add_column("chunk", no_wrap=True)
+    for name in ("ver", "sparse", "dense", "fused", "rerank"):
+        t.add_column(name, justify="right")
+    t.add_column("authorization")
+    return t

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, settings
+from hybrid_es.cli_common import client, console, emit_json, err_console, hits_table, settings
 from hybrid_es.errors import translate_es_error
 from hybrid_es.traces import STAGES
 
@@ -189,18 +189,7 @@ def _print_trace(doc: dict[str, Any]) -> None:
 
     candidates = doc.get("candidates") or []
     if candidates:
-        ct = Table(title=f"{len(candidates)} hit(s)")
-        for name, justify in [
-            ("#", "right"),
-            ("chunk", "left"),
-            ("ver", "right"),
-            ("sparse", "right"),
-            ("dense", "right"),
-            ("fused", "right"),
-            ("rerank", "right"),
-            ("authorization", "left"),
-        ]:
-            ct.add_column(name, justify=justify)  # type: ignore[arg-type]
+        ct = hits_table(f"{len(candidates)} hit(s)")
         for c in sorted(candidates, key=lambda c: c.get("final_rank", 0)):
             ct.add_row(
                 *(

@@ -536,9 +536,16 @@ class SearchTracer:
     def __call__(
         self, principal: Principal, response: SearchResponse, query: str | None = None
     ) -> None:
-        try:
+        def build() -> dict[str, Any]:
             text = clean_query(query) if self.query_text and query is not None else None
-            doc = search_trace(principal, response, now=self._clock(), query_text=text)
+            return search_trace(principal, response, now=self._clock(), query_text=text)
+
+        self._submit(build)
+
+    def _submit(self, build: Callable[[], dict[str, Any]]) -> None:
+        """Build a trace and queue it; a failure to build is recorded, never raised."""
+        try:
+            doc = build()
         except Exception as exc:
             self.writer.record_error(exc)
             return
@@ -552,8 +559,8 @@ class SearchTracer:
         timings_ms: Mapping[str, float] | None = None,
     ) -> None:
         """Trace a failed search. ``query`` is the caller's raw input (any type)."""
-        try:
-            doc = search_error_trace(
+        self._submit(
+            lambda: search_error_trace(
                 principal,
                 query_hash=_hash_any(query),
                 error=error,
@@ -561,10 +568,7 @@ class SearchTracer:
                 timings_ms=timings_ms,
                 query_text=query if self.query_text and isinstance(query, str) else None,
             )
-        except Exception as exc:
-            self.writer.record_error(exc)
-            return
-        self.writer.submit(doc)
+        )
 
     def packet(
         self,
@@ -578,8 +582,8 @@ class SearchTracer:
         error: BaseException | str | None = None,
     ) -> None:
         """Trace one packet operation (see :func:`packet_trace`); never raises."""
-        try:
-            doc = packet_trace(
+        self._submit(
+            lambda: packet_trace(
                 principal,
                 packet_id=packet_id,
                 operation=operation,
@@ -589,10 +593,7 @@ class SearchTracer:
                 now=self._clock(),
                 error=error,
             )
-        except Exception as exc:
-            self.writer.record_error(exc)
-            return
-        self.writer.submit(doc)
+        )
 
     def packet_event(self, principal: Principal, event: Mapping[str, Any]) -> None:
         """``PacketService(on_event=...)``: its event dict (operation, packet_id, verdict,
