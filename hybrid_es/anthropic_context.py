@@ -8,13 +8,19 @@ least 1,024 to 4,096 tokens, depending on the model; shorter documents are sent 
 and the usage says so). Requests of one document are sent one after another, so the second reads
 what the first wrote.
 
-Every header passes the guardrail (``hybrid_es.guardrail``) or is replaced by the extractive one,
-and counted. Each chunk records the prompt version (``anthropic-ctx-v1@<model>``, with
-``+fallback:extractive-v2`` where the guardrail rejected the answer).
+An answer cut off by ``max_tokens`` (``stop_reason == "max_tokens"``) is asked for once more with
+a larger budget (twice the first, up to :data:`RETRY_MAX_TOKENS`), unless it had already reached
+:data:`MAX_HEADER_TOKENS` when cut (the whole answer is then too long anyway). A header is then
+refused when it is still cut off, when it is longer than :data:`MAX_HEADER_TOKENS` (the
+response's own ``output_tokens``), or when the guardrail (``hybrid_es.guardrail``) rejects it; a
+refused header is replaced by the extractive one and counted with its reason
+(``ContextUsage.reject``). Each chunk records the prompt version (``anthropic-ctx-v1@<model>``,
+with ``+fallback:extractive-v2`` where the answer was refused).
 
 Cost is computed from the usage each response returns, never estimated: ``input_tokens``
 (uncached input), ``cache_creation_input_tokens`` (cache writes), ``cache_read_input_tokens``
-(cache reads) and ``output_tokens``, priced by :data:`PRICES`.
+(cache reads) and ``output_tokens``, priced by :data:`PRICES`; a retried request is counted and
+paid like any other call.
 
 No model service is reachable from the machines this project is built and tested on: the tests
 run this class against a local stand-in server that speaks the Messages API over HTTP
@@ -29,6 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybrid_es.chunking import Chunk
+from hybrid_es.contextual import (
+    MAX_HEADER_TOKENS as MAX_HEADER_TOKENS,  # re-exported: enforced here, on the model's answers
+)
 from hybrid_es.contextual import (
     ContextUsage,
     ExtractiveContextualizer,
@@ -54,7 +63,13 @@ CHUNK_PROMPT = (
 )
 DEFAULT_MODEL = "claude-haiku-4-5"
 DEFAULT_MAX_TOKENS = 200
-"""The answer should be 50 to 100 tokens; room for a little more, never an essay."""
+"""The answer should be 50 to 100 tokens; room for a little more, never an essay. An answer cut at
+this budget is over :data:`MAX_HEADER_TOKENS`, so it is refused without a retry: the retry of a
+cut-off answer serves budgets under the limit."""
+RETRY_MAX_TOKENS = 2 * MAX_HEADER_TOKENS
+"""The most a retry of a cut-off answer asks for (it asks for twice the first budget, up to this):
+an answer longer than :data:`MAX_HEADER_TOKENS` is refused anyway, so a larger budget would only
+buy tokens that cannot be used."""
 
 
 @dataclass(frozen=True)
@@ -204,37 +219,64 @@ class AnthropicContextualizer:
                 hint="the document is reported as failed; rerun the ingest to retry it",
             ) from exc
 
-    def headers(self, doc: Document, chunks: Sequence[Chunk], usage: ContextUsage) -> list[Header]:
-        """One header per chunk; rejected ones replaced by the extractive header and counted."""
+    def _spend(self, msg: Any, usage: ContextUsage) -> None:
+        """Adds one response's usage and cost to ``usage``: every call, retries included."""
+        u = msg.usage
+        spent = {
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "cache_creation_input_tokens": u.cache_creation_input_tokens or 0,
+            "cache_read_input_tokens": u.cache_read_input_tokens or 0,
+        }
+        usage.calls += 1
+        usage.input_tokens += spent["input_tokens"]
+        usage.output_tokens += spent["output_tokens"]
+        usage.cache_creation_input_tokens += spent["cache_creation_input_tokens"]
+        usage.cache_read_input_tokens += spent["cache_read_input_tokens"]
+        if usage.cost_usd is not None:
+            usage.cost_usd = (
+                None if self.price is None else usage.cost_usd + cost_usd(spent, self.price)
+            )
+
+    def _answer(
+        self, doc: Document, chunk: Chunk, usage: ContextUsage, where: str
+    ) -> tuple[str, str | None]:
+        """The model's header for ``chunk`` and None, or ("", why it is refused) when it was cut
+        off at ``max_tokens`` (after the one retry) or is longer than MAX_HEADER_TOKENS."""
         from anthropic.types import TextBlock
 
+        budget = self.max_tokens
+        msg = self._ask(build_request(doc, chunk, model=self.model, max_tokens=budget), where)
+        self._spend(msg, usage)
+        if msg.stop_reason == "max_tokens":
+            if msg.usage.output_tokens >= MAX_HEADER_TOKENS:
+                # The whole answer is longer still, so a retry could only buy a refusal.
+                return "", (
+                    f"cut off at max_tokens after {msg.usage.output_tokens} tokens, over the "
+                    f"{MAX_HEADER_TOKENS}-token limit (not retried)"
+                )
+            retry = min(2 * budget, RETRY_MAX_TOKENS)
+            msg = self._ask(build_request(doc, chunk, model=self.model, max_tokens=retry), where)
+            self._spend(msg, usage)
+            if msg.stop_reason == "max_tokens":
+                return "", f"cut off at max_tokens ({budget}, then {retry} tokens)"
+        if msg.usage.output_tokens > MAX_HEADER_TOKENS:
+            return "", f"header of {msg.usage.output_tokens} tokens (limit {MAX_HEADER_TOKENS})"
+        text = " ".join(b.text.strip() for b in msg.content if isinstance(b, TextBlock)).strip()
+        return text, None
+
+    def headers(self, doc: Document, chunks: Sequence[Chunk], usage: ContextUsage) -> list[Header]:
+        """One header per chunk; refused ones (cut off, too long, or rejected by the guardrail)
+        replaced by the extractive header and counted with their reason."""
         source = document_text(doc)
         allowed = [v for v in (doc.title, document_path(doc), doc.source_type) if v]
         fallback: list[Header] | None = None
         out: list[Header] = []
         for chunk in chunks:
             where = f"{doc.id} chunk {chunk.number}"
-            msg = self._ask(
-                build_request(doc, chunk, model=self.model, max_tokens=self.max_tokens), where
-            )
-            u = msg.usage
-            spent = {
-                "input_tokens": u.input_tokens,
-                "output_tokens": u.output_tokens,
-                "cache_creation_input_tokens": u.cache_creation_input_tokens or 0,
-                "cache_read_input_tokens": u.cache_read_input_tokens or 0,
-            }
-            usage.calls += 1
-            usage.input_tokens += spent["input_tokens"]
-            usage.output_tokens += spent["output_tokens"]
-            usage.cache_creation_input_tokens += spent["cache_creation_input_tokens"]
-            usage.cache_read_input_tokens += spent["cache_read_input_tokens"]
-            if usage.cost_usd is not None:
-                usage.cost_usd = (
-                    None if self.price is None else usage.cost_usd + cost_usd(spent, self.price)
-                )
-            text = " ".join(b.text.strip() for b in msg.content if isinstance(b, TextBlock)).strip()
-            rejected = check_header(text, source, allowed=allowed)
+            text, rejected = self._answer(doc, chunk, usage, where)
+            if rejected is None:
+                rejected = check_header(text, source, allowed=allowed)
             if rejected is None:
                 usage.llm_headers += 1
                 out.append(Header(text, self.prompt_version))

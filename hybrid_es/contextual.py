@@ -5,8 +5,8 @@ Contextualizers are pluggable (:class:`Contextualizer`):
 - :class:`ExtractiveContextualizer`, the offline default: the header is built only from the parent
   document (title or file path, section path, document-level identifiers, names and dates; for
   source code the file's own summary line, the definitions that enclose the chunk and the names
-  it defines), so it
-  cannot introduce anything the document does not contain. Pure.
+  it defines), so it cannot introduce anything the document does not contain, and never longer
+  than :data:`MAX_HEADER_TOKENS`. Pure.
 - :class:`NoContextualizer`: no header (the baseline the benchmark compares against).
 - ``AnthropicContextualizer`` (``hybrid_es.anthropic_context``): an LLM writes the header from the
   whole document (a cached prompt block) and the chunk; the guardrail checks it.
@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from hybrid_es.chunking import Chunk
+from hybrid_es.chunking import Chunk, estimate_tokens
 from hybrid_es.code_outline import Definition, definitions, enclosing, is_code, summary
 from hybrid_es.documents import Document
 from hybrid_es.identifiers import extract_identifiers
@@ -34,6 +34,11 @@ NO_HEADER_VERSION = "none-v1"
 MAX_HEADER_IDS = 8
 MAX_HEADER_NAMES = 4
 MAX_HEADER_DEFINES = 8
+MAX_HEADER_TOKENS = 100
+"""The longest header, in tokens: seed 002 asks for a succinct context of 50 to 100 tokens. A
+longer LLM answer is refused (counted by the model's own ``usage.output_tokens``) and an
+extractive header is trimmed to fit (counted by :func:`~hybrid_es.chunking.estimate_tokens`). A
+shorter header is accepted: the 50 is what the prompt asks for, not a condition."""
 MAX_EXAMPLES = 20
 """Rejected headers kept in the report as examples (the count is always exact)."""
 
@@ -67,6 +72,7 @@ class ContextUsage:
     cost_usd: float | None = 0.0
     """None when the model's price is unknown (see ``anthropic_context.PRICES``)."""
     guardrail_rejections: int = 0
+    """LLM headers refused: by the guardrail, cut off at ``max_tokens``, or over the token limit."""
     rejected_examples: list[str] = field(default_factory=list)
 
     def reject(self, chunk: str, reason: str) -> None:
@@ -125,6 +131,15 @@ class _Outline:
     about: str
     defs: tuple[Definition, ...]
 
+    def defines(self, chunk: Chunk) -> tuple[str, ...]:
+        """The names of the definitions that start inside ``chunk`` (none where its offset is
+        unknown), at most :data:`MAX_HEADER_DEFINES`."""
+        if chunk.start is None:
+            return ()
+        end = chunk.start + len(chunk.text)
+        names = dict.fromkeys(d.name for d in self.defs if chunk.start <= d.offset < end)
+        return tuple(names)[:MAX_HEADER_DEFINES]
+
 
 def _outline(doc: Document) -> _Outline:
     code = is_code(document_path(doc), doc.source_type)
@@ -162,37 +177,89 @@ def _outline(doc: Document) -> _Outline:
 def extractive_header(doc: Document, chunk: Chunk, outline: _Outline | None = None) -> str:
     """A short header made only of what ``doc`` says: for prose, its title, the chunk's section
     path, document identifiers, names that recur, dates, validity and source; for code, its path,
-    its own summary line and the definitions enclosing the chunk."""
+    its own summary line and the definitions enclosing the chunk.
+
+    Never over :data:`MAX_HEADER_TOKENS` (as :func:`~hybrid_es.chunking.estimate_tokens` counts):
+    a longer one loses its least useful parts first, one item at a time from the end: dates, then
+    names (for code, the names the chunk defines), then identifiers; what is still too long is
+    clipped at the limit (a very long title or section path)."""
     o = outline or _outline(doc)
+    if o.code:
+        return _fit(lambda d, n, i: _code_header(doc, chunk, o, n), (), o.defines(chunk), ())
+    return _fit(lambda d, n, i: _prose_header(doc, chunk, d, n, i), o.dates, o.names, o.ids)
+
+
+def _fit(
+    build: Callable[[Sequence[str], Sequence[str], Sequence[str]], str],
+    dates: Sequence[str],
+    names: Sequence[str],
+    ids: Sequence[str],
+) -> str:
+    """``build(dates, names, ids)`` within :data:`MAX_HEADER_TOKENS`: items are dropped one at a
+    time from the end of the first list that still has any (dates, then names, then ids); a
+    header too long even without any of them is clipped."""
+    d, n, i = list(dates), list(names), list(ids)
+    header = build(d, n, i)
+    while estimate_tokens(header) > MAX_HEADER_TOKENS and (d or n or i):
+        (d or n or i).pop()
+        header = build(d, n, i)
+    return _clip(header, MAX_HEADER_TOKENS)
+
+
+def _clip(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` within ``limit`` estimated tokens. A token is counted from
+    its first character on, so that prefix ends just before the first token over the limit: no
+    word is halved."""
+    if estimate_tokens(text) <= limit:
+        return text
+    lo, hi = 0, len(text)  # estimate_tokens never falls as a prefix grows: bisect on length
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo].rstrip()
+
+
+def _code_header(doc: Document, chunk: Chunk, o: _Outline, defines: Sequence[str]) -> str:
     path = document_path(doc)
     parts: list[str] = []
-    if o.code:
-        parts.append(f"File: {path}." if path else f"Document: {doc.title}." if doc.title else "")
-        if o.about:
-            parts.append(f"About: {o.about}.")
-        if chunk.start is not None:
-            scope = enclosing(list(o.defs), doc.body, chunk.start)
-            if scope:
-                parts.append(f"In: {' > '.join(f'{d.kind} {d.name}' for d in scope)}.")
-            end = chunk.start + len(chunk.text)
-            # Repeating the names a chunk defines lets BM25 rank the definition of X above the
-            # chunks that merely use X (measured: docs/contextual-retrieval.md).
-            names = dict.fromkeys(d.name for d in o.defs if chunk.start <= d.offset < end)
-            if names:
-                parts.append(f"Defines: {', '.join(list(names)[:MAX_HEADER_DEFINES])}.")
-        return " ".join(p for p in parts if p)
+    parts.append(f"File: {path}." if path else f"Document: {doc.title}." if doc.title else "")
+    if o.about:
+        parts.append(f"About: {o.about}.")
+    if chunk.start is not None:
+        scope = enclosing(list(o.defs), doc.body, chunk.start)
+        if scope:
+            parts.append(f"In: {' > '.join(f'{d.kind} {d.name}' for d in scope)}.")
+        # Repeating the names a chunk defines lets BM25 rank the definition of X above the
+        # chunks that merely use X (measured: docs/contextual-retrieval.md).
+        if defines:
+            parts.append(f"Defines: {', '.join(defines)}.")
+    return " ".join(p for p in parts if p)
+
+
+def _prose_header(
+    doc: Document,
+    chunk: Chunk,
+    dates: Sequence[str],
+    names: Sequence[str],
+    ids: Sequence[str],
+) -> str:
+    path = document_path(doc)
+    parts: list[str] = []
     if doc.title:
         parts.append(f"Document: {doc.title}.")
     elif path:
         parts.append(f"File: {path}.")
     if chunk.heading_path:
         parts.append(f"Section: {' > '.join(chunk.heading_path)}.")
-    if o.ids:
-        parts.append(f"Identifiers: {', '.join(o.ids)}.")
-    if o.names:
-        parts.append(f"Names: {', '.join(o.names)}.")
-    if o.dates:
-        parts.append(f"Dates: {', '.join(o.dates)}.")
+    if ids:
+        parts.append(f"Identifiers: {', '.join(ids)}.")
+    if names:
+        parts.append(f"Names: {', '.join(names)}.")
+    if dates:
+        parts.append(f"Dates: {', '.join(dates)}.")
     if doc.valid_from or doc.valid_to:
         parts.append(f"Valid {doc.valid_from or '...'} to {doc.valid_to or 'open'}.")
     parts.append(f"Source: {doc.source_type}, version {doc.version}.")

@@ -8,7 +8,9 @@ import pytest
 
 from hybrid_es.anthropic_context import (
     CHUNK_PROMPT,
+    MAX_HEADER_TOKENS,
     PRICES,
+    RETRY_MAX_TOKENS,
     AnthropicContextualizer,
     build_request,
     cost_usd,
@@ -30,6 +32,22 @@ CHUNKS = chunk_text(DOC.body, size=24, overlap=0)
 
 def _ctx(srv: MessagesStandIn, **kw: object) -> AnthropicContextualizer:
     return AnthropicContextualizer(api_key="test-key", base_url=srv.base_url, max_retries=1, **kw)  # type: ignore[arg-type]
+
+
+def _words(n: int) -> str:
+    """An answer of ``n`` tokens (the stand-in counts words) that the guardrail accepts."""
+    opening = ["This", "chunk", "fixes", "the", "April", "rate", "of", "contract", "KYO-H12"]
+    return " ".join((opening + ["rate"] * n)[:n])
+
+
+def _billed(usage: ContextUsage) -> float:
+    p = PRICES["claude-haiku-4-5"]
+    return (
+        usage.input_tokens * p.input
+        + usage.cache_creation_input_tokens * p.cache_write
+        + usage.cache_read_input_tokens * p.cache_read
+        + usage.output_tokens * p.output
+    ) / 1e6
 
 
 def test_the_request_caches_the_whole_document_and_asks_only_for_a_succinct_context():
@@ -72,16 +90,7 @@ def test_headers_from_the_stand_in_are_cached_per_document_and_costed_from_usage
     block = len(f"<document>\n{DOC.title}\n\n{DOC.body}\n</document>".split())
     assert usage.cache_creation_input_tokens == block
     assert usage.cache_read_input_tokens == block * (len(CHUNKS) - 1)
-    p = PRICES["claude-haiku-4-5"]
-    assert usage.cost_usd == pytest.approx(
-        (
-            usage.input_tokens * p.input
-            + usage.cache_creation_input_tokens * p.cache_write
-            + usage.cache_read_input_tokens * p.cache_read
-            + usage.output_tokens * p.output
-        )
-        / 1e6
-    )
+    assert usage.cost_usd == pytest.approx(_billed(usage))
     assert usage.summary()["llm_headers"] == len(CHUNKS)
 
 
@@ -136,3 +145,78 @@ def test_a_model_without_a_known_price_reports_cost_as_unknown():
     with MessagesStandIn() as srv:
         _ctx(srv, prices={}).headers(DOC, CHUNKS[:1], usage)
     assert usage.calls == 1 and usage.cost_usd is None and usage.summary()["cost_usd"] is None
+
+
+def test_an_answer_cut_at_max_tokens_is_retried_once_with_twice_the_budget_and_paid_for():
+    usage = ContextUsage()
+    with MessagesStandIn(answer=lambda d, c: _words(60)) as srv:
+        headers = _ctx(srv, max_tokens=40).headers(DOC, CHUNKS[:2], usage)
+        assert [r["max_tokens"] for r in srv.requests] == [40, 80, 40, 80]
+    assert [h.text for h in headers] == [_words(60)] * 2
+    assert [h.rejected for h in headers] == [None, None]
+    assert usage.calls == 4 and usage.llm_headers == 2 and usage.guardrail_rejections == 0
+    assert usage.output_tokens == 2 * (40 + 60)  # the cut answers are billed too
+    block = len(f"<document>\n{DOC.title}\n\n{DOC.body}\n</document>".split())
+    assert usage.cache_read_input_tokens == 3 * block  # the retry reads the cached document
+    assert usage.cost_usd == pytest.approx(_billed(usage))
+
+
+def test_an_answer_cut_twice_is_refused_and_replaced_by_the_extractive_header():
+    usage = ContextUsage()
+    with MessagesStandIn(answer=lambda d, c: _words(200)) as srv:
+        (header,) = _ctx(srv, max_tokens=40).headers(DOC, CHUNKS[:1], usage)
+        assert [r["max_tokens"] for r in srv.requests] == [40, 80]
+    assert header.text == extractive_header(DOC, CHUNKS[0])
+    assert header.rejected == "cut off at max_tokens (40, then 80 tokens)"
+    assert header.prompt_version == "anthropic-ctx-v1@claude-haiku-4-5+fallback:extractive-v2"
+    assert (usage.calls, usage.llm_headers, usage.guardrail_rejections) == (2, 0, 1)
+    assert usage.output_tokens == 40 + 80
+    assert usage.rejected_examples == [f"K chunk 0: {header.rejected}"]
+    assert usage.cost_usd == pytest.approx(_billed(usage))
+
+
+def test_a_retry_asks_for_at_most_twice_the_header_limit():
+    assert RETRY_MAX_TOKENS == 2 * MAX_HEADER_TOKENS == 200
+    with MessagesStandIn(answer=lambda d, c: _words(99)) as srv:
+        (header,) = _ctx(srv, max_tokens=99).headers(DOC, CHUNKS[:1], ContextUsage())
+        assert srv.calls == 1 and header.rejected is None  # 99 words fit in 99: not cut
+    with MessagesStandIn(answer=lambda d, c: _words(150)) as srv:
+        (header,) = _ctx(srv, max_tokens=99).headers(DOC, CHUNKS[:1], ContextUsage())
+        assert [r["max_tokens"] for r in srv.requests] == [99, 198]
+    assert header.rejected == f"header of 150 tokens (limit {MAX_HEADER_TOKENS})"
+
+
+def test_an_answer_cut_beyond_the_header_limit_is_refused_without_a_retry():
+    # Cut at the default 200 tokens, the whole answer is over 100: a retry could only be refused.
+    usage = ContextUsage()
+    with MessagesStandIn(answer=lambda d, c: _words(250)) as srv:
+        (header,) = _ctx(srv).headers(DOC, CHUNKS[:1], usage)
+        assert [r["max_tokens"] for r in srv.requests] == [200]
+    assert header.rejected == (
+        "cut off at max_tokens after 200 tokens, over the 100-token limit (not retried)"
+    )
+    assert header.text == extractive_header(DOC, CHUNKS[0])
+    assert (usage.calls, usage.guardrail_rejections, usage.output_tokens) == (1, 1, 200)
+
+
+@pytest.mark.parametrize(
+    ("tokens", "rejected"),
+    [
+        (12, None),  # shorter than the 50 the prompt asks for: accepted
+        (MAX_HEADER_TOKENS, None),
+        (MAX_HEADER_TOKENS + 1, "header of 101 tokens (limit 100)"),
+        (150, "header of 150 tokens (limit 100)"),
+    ],
+)
+def test_headers_over_the_token_limit_are_refused_and_shorter_ones_accepted(tokens, rejected):
+    usage = ContextUsage()
+    with MessagesStandIn(answer=lambda d, c: _words(tokens)) as srv:
+        (header,) = _ctx(srv).headers(DOC, CHUNKS[:1], usage)
+        assert srv.calls == 1
+    assert header.rejected == rejected
+    if rejected is None:
+        assert header.text == _words(tokens) and usage.llm_headers == 1
+    else:
+        assert header.text == extractive_header(DOC, CHUNKS[0])
+        assert usage.guardrail_rejections == 1 and usage.llm_headers == 0
+    assert usage.output_tokens == tokens

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.chunking import Chunk, chunk_text
+from hybrid_es.chunking import Chunk, chunk_text, estimate_tokens
 from hybrid_es.code_outline import definitions, enclosing, is_code, summary
 from hybrid_es.contextual import (
+    MAX_HEADER_TOKENS,
     ContextUsage,
     ExtractiveContextualizer,
     NoContextualizer,
@@ -102,6 +103,61 @@ def test_prose_header_names_title_section_ids_names_dates_validity_and_source():
         "Identifiers: KYO-H12, JPN-2026-0417. Names: Kyoto Garden Hotel. Dates: 2026-04-10. "
         "Valid 2026-04-01 to 2027-03-31. Source: contract, version 3."
     )
+
+
+def _long_doc(title: str) -> Document:
+    names = ["Kyoto Garden Hotel", "Osaka Bay Hotel", "Nara Park Inn", "Kobe Harbour Lodge"]
+    body = "# Rates\n" + " ".join(f"{n} confirms the rate. {n} signs." for n in names)
+    body += " Stays from 2026-04-10, 2026-05-10 and 2026-06-10."
+    return Document(
+        id="L",
+        tenant="t",
+        title=title,
+        body=body,
+        contract_ids=tuple(f"KYO-H{i}" for i in range(10, 18)),
+        valid_from="2026-04-01",
+        valid_to="2027-03-31",
+        source_type="contract",
+        version=3,
+    )
+
+
+def test_a_long_prose_header_drops_dates_then_names_to_fit_the_token_limit():
+    title = " ".join(["Supplier", "contract"] + [f"part{i}" for i in range(68)])  # 70 tokens
+    doc = _long_doc(title)
+    (chunk,) = chunk_text(doc.body)
+    header = extractive_header(doc, chunk)
+    # Untrimmed it would be 107 tokens: the three dates and their label go (4), then the last
+    # name (3); the identifiers, validity and source all stay.
+    assert estimate_tokens(header) == MAX_HEADER_TOKENS
+    assert header == (
+        f"Document: {title}. Section: Rates. "
+        f"Identifiers: {', '.join(doc.contract_ids)}. "
+        "Names: Kyoto Garden Hotel, Osaka Bay Hotel, Nara Park Inn. "
+        "Valid 2026-04-01 to 2027-03-31. Source: contract, version 3."
+    )
+    short = extractive_header(_long_doc("Supplier contract"), chunk)
+    assert "Dates: 2026-04-10, 2026-05-10, 2026-06-10." in short and "Kobe Harbour Lodge" in short
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        " ".join(f"word{i}" for i in range(150)),
+        "供应合同" * 40,  # one token per CJK character
+        "Supplier " + "合同" * 60 + " terms",
+    ],
+)
+def test_a_header_too_long_without_dates_names_and_ids_is_clipped_between_words(title):
+    doc = _long_doc(title)
+    (chunk,) = chunk_text(doc.body)
+    header = extractive_header(doc, chunk)
+    assert header.startswith("Document: ") and estimate_tokens(header) <= MAX_HEADER_TOKENS
+    assert estimate_tokens(header) >= MAX_HEADER_TOKENS - 1  # nothing more was cut than needed
+    full = f"Document: {title}"
+    assert full.startswith(header)
+    # No halved word: the cut falls at a space or after a CJK character (a token of its own).
+    assert full[len(header)].isspace() or header[-1] in "供应合同"
 
 
 def test_code_header_names_path_summary_and_enclosing_definitions():
