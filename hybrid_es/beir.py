@@ -74,7 +74,7 @@ def read_corpus(
     root: Path,
     *,
     tenant: str,
-    acl_groups: tuple[str, ...] = ("*",),
+    acl_groups: tuple[str, ...] | None = None,
     source_type: str = "document",
     report: CorpusReport | None = None,
     errors: list[IngestError] | None = None,

@@ -138,13 +138,15 @@ def bootstrap(
 def _plan_indices(
     client: Elasticsearch, settings: Settings, report: BootstrapReport, *, apply: bool
 ) -> None:
-    for index in (
-        settings.chunks_index,
-        settings.packets_index,
-        settings.traces_index,
-        settings.corpus_state_index,
-    ):
-        if client.indices.exists(index=index):
+    """Create the shared indices, and bring every existing index our templates cover (each
+    tenant's chunks index included) up to the templates' fields."""
+    layout = settings.layout()
+    shared = [layout.packets, layout.traces, layout.corpus_state]
+    if layout.mode == "shared":
+        shared.insert(0, layout.chunks)
+    existing = _existing_indices(client, settings)
+    for index in sorted(set(existing) | set(shared)):
+        if index in existing:
             missing = _missing_fields(client, index)
             if not missing:
                 report.actions.append(Action("index", index, "unchanged"))
@@ -170,6 +172,24 @@ def _plan_indices(
             report.actions.append(Action("index", index, "create"))
         else:
             report.actions.append(Action("index", index, "missing"))
+
+
+def _existing_indices(client: Elasticsearch, settings: Settings) -> list[str]:
+    """Every open index matching one of the installed index templates' patterns."""
+    patterns = [
+        p
+        for t in load_templates("standard", settings.templates_dir)
+        if t.kind == "index"
+        for p in t.body.get("index_patterns", [])
+    ]
+    found = client.indices.get(
+        index=",".join(patterns),
+        expand_wildcards="open",
+        allow_no_indices=True,
+        ignore_unavailable=True,
+        filter_path="*.settings.index.provided_name",
+    )
+    return sorted(found.body or {})
 
 
 def _missing_fields(client: Elasticsearch, index: str) -> dict[str, Any]:

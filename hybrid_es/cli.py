@@ -12,13 +12,26 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from hybrid_es.cli_common import (
+    AsOf,
+    Booking,
+    Groups,
+    Historical,
+    Json,
+    Jurisdiction,
+    Property,
+    SourceType,
+    Stay,
+    Tenant,
+    User,
     client,
     console,
     emit_json,
     err_console,
     hits_table,
+    make_principal,
     make_scope,
     make_searcher,
     settings,
@@ -137,29 +150,23 @@ def bootstrap(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="The question.")],
-    tenant: Annotated[str, typer.Option(help="Caller's tenant.")],
-    user: Annotated[str, typer.Option(help="Caller's user id.")] = "cli",
-    group: Annotated[list[str] | None, typer.Option(help="Caller's groups.")] = None,
-    as_of: Annotated[
-        str | None, typer.Option(help="Date the question is about (YYYY-MM-DD).")
-    ] = None,
-    stay: Annotated[
-        str | None, typer.Option(help="Stay dates FROM..TO (YYYY-MM-DD..YYYY-MM-DD).")
-    ] = None,
-    booking: Annotated[list[str] | None, typer.Option(help="Booking scope.")] = None,
-    prop: Annotated[list[str] | None, typer.Option("--property", help="Property scope.")] = None,
-    source_type: Annotated[list[str] | None, typer.Option(help="Allowed source types.")] = None,
-    jurisdiction: Annotated[list[str] | None, typer.Option(help="Jurisdictions.")] = None,
-    historical: Annotated[bool, typer.Option(help="Admit superseded versions.")] = False,
+    tenant: Tenant,
+    user: User = "cli",
+    group: Groups = None,
+    as_of: AsOf = None,
+    stay: Stay = None,
+    booking: Booking = None,
+    prop: Property = None,
+    source_type: SourceType = None,
+    jurisdiction: Jurisdiction = None,
+    historical: Historical = False,
     top_k: Annotated[int, typer.Option(help="Hits to return.")] = 5,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     fusion: Annotated[str | None, typer.Option(help="auto | native | client")] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Hybrid search with a provenance table."""
-    from hybrid_es.models import Principal
-
     s = settings()
     scope = make_scope(
         as_of=as_of,
@@ -170,7 +177,7 @@ def search(
         jurisdiction=jurisdiction,
         historical=historical,
     )
-    principal = Principal(tenant=tenant, user_id=user, groups=tuple(group or ()))
+    principal = make_principal(tenant, user, group)
     t_load = time.perf_counter()
     searcher = make_searcher(s, embedder, fusion)
     load_ms = (time.perf_counter() - t_load) * 1000
@@ -199,8 +206,8 @@ def search(
         )
     console.print(t)
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
-    console.print(f"fusion: {resp.fusion_path} ({resp.fusion_reason})")
-    console.print(f"rerank: {resp.rerank_note}")
+    console.print(f"fusion: {resp.fusion_path} ({resp.fusion_reason})", markup=False)
+    console.print(f"rerank: {resp.rerank_note}", markup=False)
     console.print(f"candidates: {resp.candidates}; {timing} (model load {load_ms:.0f} ms, once)")
 
 
@@ -229,24 +236,28 @@ def main() -> None:
     except HybridEsError as exc:
         if _state["debug"]:
             raise
-        err_console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        err_console.print(Text.assemble(("error: ", "red"), exc.message), highlight=False)
         if exc.hint:
-            err_console.print(f"[dim]hint: {exc.hint}[/dim]", highlight=False)
+            err_console.print(Text(f"hint: {exc.hint}", style="dim"), highlight=False)
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # click usage errors and the unexpected
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
+    except typer.Abort:
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: typer's own (vendored) click exceptions
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err_console.print(Text(f"error: {exc.format_message()}"), highlight=False)
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # the unexpected
         if _state["debug"]:
             raise
-        err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-        err_console.print("[dim]hint: rerun with --debug for the traceback[/dim]")
+        err_console.print(
+            Text.assemble(("error: ", "red"), f"{type(exc).__name__}: {exc}"), highlight=False
+        )
+        err_console.print(Text("hint: rerun with --debug for the traceback", style="dim"))
         sys.exit(1)
 
 

@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
 
 from hybrid_es.settings import Settings
 
 console = Console()
 err_console = Console(stderr=True)
+
+# The caller: every command that reads or writes tenant data takes these (the CLI stands in for
+# the authenticated context that an application hands to the library).
+Tenant = Annotated[str, typer.Option(help="Caller's tenant.")]
+User = Annotated[str, typer.Option(help="Caller's user id.")]
+Groups = Annotated[list[str] | None, typer.Option("--group", help="Caller's groups.")]
+ScopeVersion = Annotated[
+    str | None,
+    typer.Option(help="Caller's grant version (default: derived from the groups)."),
+]
+# The question's request scope (search, and every packet reuse decision).
+AsOf = Annotated[str | None, typer.Option(help="Date the question is about (YYYY-MM-DD).")]
+Stay = Annotated[str | None, typer.Option(help="Stay dates FROM..TO (YYYY-MM-DD..YYYY-MM-DD).")]
+Booking = Annotated[list[str] | None, typer.Option(help="Booking scope.")]
+Property = Annotated[list[str] | None, typer.Option("--property", help="Property scope.")]
+SourceType = Annotated[list[str] | None, typer.Option(help="Allowed source types.")]
+Jurisdiction = Annotated[list[str] | None, typer.Option(help="Jurisdictions.")]
+Historical = Annotated[bool, typer.Option(help="Admit superseded versions.")]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
 def settings() -> Settings:
@@ -28,6 +48,20 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
+def bad(option: str, message: str) -> typer.BadParameter:
+    """A usage error naming ``option`` (exit code 2, the usage line, then the message)."""
+    return typer.BadParameter(message, param_hint=option)
+
+
+def _date(option: str, value: str) -> Any:
+    from datetime import date
+
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise bad(option, f"{value!r} is not a date (expected YYYY-MM-DD)") from None
+
+
 def make_scope(
     *,
     as_of: str | None = None,
@@ -38,21 +72,22 @@ def make_scope(
     jurisdiction: list[str] | None = None,
     historical: bool = False,
 ) -> Any:
-    """A RequestScope from CLI options (``--stay FROM..TO``)."""
-    from datetime import date
-
-    import typer
-
+    """A RequestScope from CLI options; every mistake is a usage error naming its option."""
     from hybrid_es.models import RequestScope
 
     stay_from = stay_to = None
-    try:
-        if stay:
-            a, _, b = stay.partition("..")
-            stay_from, stay_to = date.fromisoformat(a), date.fromisoformat(b)
-        day = date.fromisoformat(as_of) if as_of else None
-    except ValueError as exc:
-        raise typer.BadParameter("dates are YYYY-MM-DD; a stay is FROM..TO") from exc
+    if stay:
+        a, sep, b = stay.partition("..")
+        if not sep:
+            raise bad(
+                "--stay", f"{stay!r} is not a stay (expected FROM..TO, e.g. 2026-04-10..2026-04-14)"
+            )
+        stay_from, stay_to = _date("--stay", a), _date("--stay", b)
+        if stay_from > stay_to:
+            raise bad("--stay", f"{stay!r} ends before it starts (expected FROM..TO)")
+    day = _date("--as-of", as_of) if as_of else None
+    if day and stay:
+        raise bad("--as-of", "give either --as-of or --stay, not both")
     return RequestScope(
         as_of=day,
         stay_from=stay_from,
@@ -63,6 +98,36 @@ def make_scope(
         jurisdictions=tuple(jurisdiction or ()),
         historical=historical,
     )
+
+
+def make_principal(
+    tenant: str,
+    user: str,
+    groups: list[str] | None = None,
+    scope_version: str | None = None,
+    *,
+    operator: bool = False,
+) -> Any:
+    """The caller's Principal from CLI options; an invalid value is a usage error naming the
+    option it came from. ``scope_version`` None derives it from the groups."""
+    from pydantic import ValidationError
+
+    from hybrid_es.models import OPERATOR_ROLE, Principal
+
+    options = {"tenant": "--tenant", "user_id": "--user", "groups": "--group"}
+    try:
+        return Principal(
+            tenant=tenant,
+            user_id=user,
+            groups=tuple(groups or ()),
+            roles=(OPERATOR_ROLE,) if operator else (),
+            scope_version=scope_version or "",
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else "tenant"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise bad(options.get(field, f"--{field}"), message) from None
 
 
 def tracer(s: Settings) -> Any:
@@ -77,17 +142,27 @@ def tracer(s: Settings) -> Any:
 
         writer = TraceWriter(client(s), s.traces_index)
         atexit.register(writer.close, 5.0)
-        _process["tracer"] = search_hook(writer, query_text=s.trace_query_text)
+        _process["tracer"] = search_hook(
+            writer, query_text=s.trace_query_text, hash_key=hash_key(s)
+        )
     return _process["tracer"]
 
 
 _process: dict[str, Any] = {}
 
 
-def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None = None) -> Any:
-    """A HybridSearcher for the configured indices, its model loaded once up front."""
-    import typer
+def hash_key(s: Settings) -> bytes:
+    """The deployment's trace hash key, else this process's random one."""
+    from hybrid_es.hashing import PROCESS_KEY
 
+    return s.trace_hash_key.get_secret_value().encode() if s.trace_hash_key else PROCESS_KEY
+
+
+def make_searcher(
+    s: Settings, embedder: str | None = None, fusion: str | None = None, *, warm: bool = True
+) -> Any:
+    """A HybridSearcher for the configured indices; ``warm`` loads its model up front (commands
+    that may not embed at all, such as ``packet show``, leave it to load on first use)."""
     from hybrid_es.embedder import make_embedder
     from hybrid_es.reranker import CrossEncoderReranker
     from hybrid_es.searcher import HybridSearcher
@@ -96,11 +171,13 @@ def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None =
     if mode not in ("auto", "native", "client"):
         raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
     emb = make_embedder(embedder or s.embedder)
-    emb.embed_queries(["warm-up"])  # load the model before anything is timed
+    if warm:
+        emb.embed_queries(["warm-up"])  # load the model before anything is timed
     return HybridSearcher(
         client(s),
         emb,
-        index=s.chunks_index,
+        layout=s.layout(),
+        hash_key=hash_key(s),
         reranker=CrossEncoderReranker(
             s.reranker_model,
             precision=s.reranker_precision,  # type: ignore[arg-type]
@@ -110,7 +187,6 @@ def make_searcher(s: Settings, embedder: str | None = None, fusion: str | None =
         else None,
         fusion=mode,  # type: ignore[arg-type]
         url=s.redacted_url(),
-        corpus_state_index=s.corpus_state_index,
         on_response=tracer(s),
         on_error=tracer(s).on_error,
     )

@@ -25,7 +25,16 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, settings
+from hybrid_es.cli_common import (
+    User,
+    bad,
+    client,
+    console,
+    emit_json,
+    err_console,
+    make_principal,
+    settings,
+)
 
 if TYPE_CHECKING:
     from hybrid_es.contextual import Contextualizer
@@ -62,9 +71,13 @@ def ingest(
         Path, typer.Argument(help="A JSONL file, a BEIR folder, or a folder of .txt/.md files.")
     ],
     tenant: Annotated[
-        str | None,
-        typer.Option(help="Tenant for documents that name none (required for BEIR)."),
-    ] = None,
+        str,
+        typer.Option(
+            help="The caller's tenant: every document is written for it; a document that names "
+            "another tenant is refused."
+        ),
+    ],
+    user: User = "cli",
     format: Annotated[str, typer.Option("--format", help="auto | jsonl | beir | folder")] = "auto",
     contextualizer: Annotated[
         str, typer.Option(help="extractive (offline) | anthropic (LLM) | none")
@@ -79,6 +92,24 @@ def ingest(
     ext: Annotated[
         list[str] | None, typer.Option(help="Also read files with this suffix (folder), e.g. .py")
     ] = None,
+    field_map: Annotated[
+        list[str] | None,
+        typer.Option("--map", help="Rename a field before validation: SOURCE=TARGET (doc_id=id)."),
+    ] = None,
+    map_file: Annotated[
+        Path | None, typer.Option(help='A JSON file of {"SOURCE": "TARGET"} renames.')
+    ] = None,
+    version_from_label: Annotated[
+        bool,
+        typer.Option(help="Order versions by the last number in version_label (contract-v4)."),
+    ] = False,
+    default_acl: Annotated[
+        str | None,
+        typer.Option(
+            help="ACL of documents that name none: none (nobody; the default) | everyone "
+            "(every user of the tenant). Default: HYBRID_ES_DEFAULT_ACL."
+        ),
+    ] = None,
     fail_fast: Annotated[bool, typer.Option(help="Stop at the first bad input.")] = False,
     dry_run: Annotated[
         bool, typer.Option(help="Validate and chunk only: no cluster, no model call.")
@@ -89,8 +120,14 @@ def ingest(
     from hybrid_es.chunking import chunk_text, counter_for
     from hybrid_es.corpus_state import CorpusState
     from hybrid_es.embedder import make_embedder
-    from hybrid_es.indexer import Ingestor
-    from hybrid_es.loaders import TEXT_SUFFIXES, LoadReport, load_documents
+    from hybrid_es.indexer import DEFAULT_ACLS, Ingestor
+    from hybrid_es.loaders import (
+        TEXT_SUFFIXES,
+        LoadOptions,
+        LoadReport,
+        load_documents,
+        read_field_map,
+    )
 
     if format not in ("auto", "jsonl", "beir", "folder"):
         raise typer.BadParameter(f"--format must be auto, jsonl, beir or folder, not {format!r}")
@@ -103,6 +140,15 @@ def ingest(
         raise typer.BadParameter("--batch-size must be 1..10000")
     ctx = _contextualizer(contextualizer, llm_model)
     s = settings()
+    principal = make_principal(tenant, user)
+    acl_name = default_acl or s.default_acl
+    if acl_name not in DEFAULT_ACLS:
+        raise bad("--default-acl", f"must be none or everyone, not {acl_name!r}")
+    try:
+        fmap = read_field_map(field_map or (), map_file)
+    except ValueError as exc:
+        raise bad("--map" if field_map else "--map-file", str(exc)) from None
+    options = LoadOptions(tenant=tenant, field_map=fmap, version_from_label=version_from_label)
     t0 = time.perf_counter()
     load = LoadReport()
     suffixes = (*TEXT_SUFFIXES, *(e if e.startswith(".") else f".{e}" for e in ext or ()))
@@ -110,14 +156,14 @@ def ingest(
         load_documents(
             path,
             report=load,
+            options=options,
             format=format,  # type: ignore[arg-type]
-            tenant=tenant,
             fail_fast=fail_fast,
             suffixes=suffixes,
         )
     )
     for e in load.errors:
-        err_console.print(f"[red]rejected[/red] {e}", highlight=False, markup=False)
+        err_console.print(Text.assemble(("rejected", "red"), f" {e}"), highlight=False)
     emb = make_embedder(embedder or s.embedder)
     summary: dict[str, Any]
     if dry_run:
@@ -131,8 +177,9 @@ def ingest(
         ing = Ingestor(
             client(s),
             emb,
-            index=s.chunks_index,
+            layout=s.layout(),
             corpus_state=CorpusState(client(s), s.corpus_state_index),
+            default_acl=DEFAULT_ACLS[acl_name],
             contextualizer=ctx,
             chunk_size=chunk_size,
             overlap=overlap,
@@ -149,7 +196,9 @@ def ingest(
             disable=as_json,
         ) as bar:
             task = bar.add_task("docs", total=len(docs))
-            rep = ing.ingest(docs, progress=lambda k: bar.advance(task, k), raise_on_error=False)
+            rep = ing.ingest(
+                docs, principal, progress=lambda k: bar.advance(task, k), raise_on_error=False
+            )
         failed = rep.failed + rep.failed_documents
         summary = {
             "documents": rep.documents,
@@ -158,6 +207,7 @@ def ingest(
             "failed": len(failed),
             "rejected_input": len(load.errors),
             "superseded": rep.superseded,
+            "default_acl_applied": f"{rep.default_acl} (HYBRID_ES_DEFAULT_ACL={acl_name})",
             "removed_chunks": rep.removed_chunks,
             "embedded": rep.embedded,
             "contextualizer": ctx.prompt_version,
@@ -182,12 +232,12 @@ def ingest(
     else:
         for f in failed:
             what = f"{f['op']} {f['id']} (HTTP {f['status']})" if "op" in f else f["doc_id"]
-            err_console.print(f"[red]failed[/red] {what}: {f['reason']}", highlight=False)
-        t = Table(title=f"ingest {path}" + (" (dry run)" if dry_run else ""))
+            err_console.print(Text.assemble(("failed", "red"), f" {what}: {f['reason']}"))
+        t = Table(title=f"ingest {path} for {tenant}" + (" (dry run)" if dry_run else ""))
         t.add_column("what")
         t.add_column("value", justify="right")
         for k, v in summary.items():
-            t.add_row(k, str(v))
+            t.add_row(k, Text(str(v)))
         console.print(t)
     if load.errors or failed:
         # SystemExit, not typer.Exit: cli.main runs the app with standalone_mode=False, where

@@ -1,4 +1,10 @@
-"""``hybrid-es packet build|show|validate|refresh|render`` for a case."""
+"""``hybrid-es packet build|show|validate|refresh|render|stats`` for a case.
+
+Every command acts for one caller (``--tenant``, ``--user``, ``--group``): a packet is its
+owner's working set, so another caller's packet answers exactly like one that does not exist.
+Reuse decisions (``validate``, ``render``) take the follow-up's scope (``--stay``, ``--as-of``,
+``--booking``, ...): a follow-up about another scope does not reuse the packet.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +12,42 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from hybrid_es.cli_common import console, emit_json, make_scope, make_searcher, settings, tracer
+from hybrid_es.cli_common import (
+    AsOf,
+    Booking,
+    Groups,
+    Historical,
+    Json,
+    Jurisdiction,
+    Property,
+    ScopeVersion,
+    SourceType,
+    Stay,
+    Tenant,
+    User,
+    client,
+    console,
+    emit_json,
+    make_principal,
+    make_scope,
+    make_searcher,
+    settings,
+    tracer,
+)
 
 app = typer.Typer(no_args_is_help=True, help="Evidence packets: build, revalidate, render.")
 
-Tenant = Annotated[str, typer.Option(help="Caller's tenant.")]
-User = Annotated[str, typer.Option(help="Caller's user id.")]
-Groups = Annotated[list[str] | None, typer.Option("--group", help="Caller's groups.")]
-ScopeVersion = Annotated[str, typer.Option(help="Caller's current scope version.")]
-Json = Annotated[bool, typer.Option("--json")]
 
-
-def _service() -> Any:
+def _service(*, warm: bool = True) -> Any:
     from datetime import timedelta
 
     from hybrid_es.packets.service import PacketService
     from hybrid_es.packets.store import PacketStore
 
     s = settings()
-    searcher = make_searcher(s)
+    searcher = make_searcher(s, warm=warm)
     return PacketService(
         searcher,
         PacketStore(searcher.client, s.packets_index),
@@ -34,42 +56,37 @@ def _service() -> Any:
     )
 
 
-def _principal(tenant: str, user: str, group: list[str] | None, scope_version: str) -> Any:
-    from hybrid_es.models import Principal
-
-    return Principal(
-        tenant=tenant, user_id=user, groups=tuple(group or ()), scope_version=scope_version
-    )
-
-
-def _print_manifest(m: Any) -> None:
+def _print_manifest(m: Any, withheld: int = 0) -> None:
     t = Table(title=f"{m.packet_id} ({m.status})")
     t.add_column("field")
     t.add_column("value")
     for k in (
         "tenant",
+        "principal_id",
         "principal_scope_version",
         "policy_version",
         "corpus_watermark",
         "assembled_at",
         "expires_at",
     ):
-        t.add_row(k, str(getattr(m, k)))
-    t.add_row("query_scope", f"{m.query_scope.label}: {m.query_scope.query!r}")
-    t.add_row("unresolved", ", ".join(m.unresolved) or "-")
-    t.add_row("superseded_by", m.superseded_by or "-")
+        t.add_row(k, Text(str(getattr(m, k))))
+    t.add_row("query_scope", Text(f"{m.query_scope.label}: {m.query_scope.query!r}"))
+    t.add_row("unresolved", Text(", ".join(m.unresolved) or "-"))
+    t.add_row("superseded_by", Text(m.superseded_by or "-"))
+    if withheld:
+        t.add_row("withheld", f"{withheld} member(s) the caller may no longer see")
     console.print(t)
     mt = Table(title="members")
     for c in ("section", "source_id", "version", "chunk"):
         mt.add_column(c)
     for mem in m.members:
-        mt.add_row(mem.section, mem.source_id, str(mem.version), mem.chunk_id)
+        mt.add_row(Text(mem.section), Text(mem.source_id), str(mem.version), Text(mem.chunk_id))
     console.print(mt)
 
 
 def _print_verdict(pid: str, v: Any) -> None:
     style = {"reuse": "green", "refresh_required": "yellow"}.get(v.kind, "red")
-    console.print(f"{pid}: [{style}]{v.kind}[/{style}]")
+    console.print(Text.assemble(f"{pid}: ", (v.kind, style)))
     for r in v.reasons:
         console.print(f"  - {r}", markup=False)
     if v.discard:
@@ -83,23 +100,32 @@ def build(
     tenant: Tenant,
     user: User = "cli",
     group: Groups = None,
-    scope_version: ScopeVersion = "1",
+    scope_version: ScopeVersion = None,
     label: Annotated[str | None, typer.Option(help="Query-scope label.")] = None,
-    stay: Annotated[str | None, typer.Option(help="Stay dates FROM..TO.")] = None,
-    as_of: Annotated[str | None, typer.Option(help="As-of date.")] = None,
-    booking: Annotated[list[str] | None, typer.Option(help="Booking scope.")] = None,
+    stay: Stay = None,
+    as_of: AsOf = None,
+    booking: Booking = None,
+    prop: Property = None,
+    source_type: SourceType = None,
+    jurisdiction: Jurisdiction = None,
+    historical: Historical = False,
     unresolved: Annotated[list[str] | None, typer.Option(help="Open questions.")] = None,
     as_json: Json = False,
 ) -> None:
-    """Retrieve and store version 1 of a case packet."""
+    """Retrieve and store the caller's packet for a case (the next version if one exists)."""
+    principal = make_principal(tenant, user, group, scope_version)
+    scope = make_scope(
+        as_of=as_of,
+        stay=stay,
+        booking=booking,
+        prop=prop,
+        source_type=source_type,
+        jurisdiction=jurisdiction,
+        historical=historical,
+    )
     svc = _service()
     stored = svc.build(
-        case_id,
-        label or case_id,
-        query,
-        _principal(tenant, user, group, scope_version),
-        make_scope(as_of=as_of, stay=stay, booking=booking),
-        unresolved=tuple(unresolved or ()),
+        case_id, label or case_id, query, principal, scope, unresolved=tuple(unresolved or ())
     )
     p50, _ = svc.metrics.percentiles("packet_build")
     if as_json:
@@ -110,17 +136,41 @@ def build(
 
 
 @app.command()
-def show(packet_id: str, as_json: Json = False) -> None:
-    """Print a stored manifest."""
-    from hybrid_es.client import make_client
-    from hybrid_es.packets.store import PacketStore
-
-    s = settings()
-    m = PacketStore(make_client(s), s.packets_index).get(packet_id).manifest
+def show(
+    packet_id: str,
+    tenant: Tenant,
+    user: User = "cli",
+    group: Groups = None,
+    scope_version: ScopeVersion = None,
+    as_json: Json = False,
+) -> None:
+    """Print one of the caller's manifests (members the caller may no longer see withheld)."""
+    principal = make_principal(tenant, user, group, scope_version)
+    manifest, withheld = _service(warm=False).show(packet_id, principal)
     if as_json:
-        emit_json(m.model_dump(mode="json"))
+        emit_json({"manifest": manifest.model_dump(mode="json"), "withheld_members": withheld})
     else:
-        _print_manifest(m)
+        _print_manifest(manifest, withheld)
+
+
+def _follow_up(
+    as_of: str | None,
+    stay: str | None,
+    booking: list[str] | None,
+    prop: list[str] | None,
+    source_type: list[str] | None,
+    jurisdiction: list[str] | None,
+    historical: bool,
+) -> Any:
+    return make_scope(
+        as_of=as_of,
+        stay=stay,
+        booking=booking,
+        prop=prop,
+        source_type=source_type,
+        jurisdiction=jurisdiction,
+        historical=historical,
+    )
 
 
 @app.command()
@@ -129,12 +179,21 @@ def validate(
     tenant: Tenant,
     user: User = "cli",
     group: Groups = None,
-    scope_version: ScopeVersion = "1",
+    scope_version: ScopeVersion = None,
+    stay: Stay = None,
+    as_of: AsOf = None,
+    booking: Booking = None,
+    prop: Property = None,
+    source_type: SourceType = None,
+    jurisdiction: Jurisdiction = None,
+    historical: Historical = False,
     as_json: Json = False,
 ) -> None:
-    """Revalidate a packet for a caller: reuse, refresh_required, deny, unverified or withhold."""
-    svc = _service()
-    v = svc.validate(packet_id, _principal(tenant, user, group, scope_version))
+    """Revalidate a packet for a follow-up about the given scope: reuse, refresh_required,
+    deny, unverified or withhold (exit 3 unless reuse)."""
+    principal = make_principal(tenant, user, group, scope_version)
+    scope = _follow_up(as_of, stay, booking, prop, source_type, jurisdiction, historical)
+    v = _service(warm=False).validate(packet_id, principal, scope=scope)
     if as_json:
         emit_json(v.model_dump(mode="json"))
     else:
@@ -149,12 +208,12 @@ def refresh(
     tenant: Tenant,
     user: User = "cli",
     group: Groups = None,
-    scope_version: ScopeVersion = "1",
+    scope_version: ScopeVersion = None,
     as_json: Json = False,
 ) -> None:
     """Re-run retrieval for the packet's query scope and write the next version."""
-    svc = _service()
-    stored = svc.refresh(packet_id, _principal(tenant, user, group, scope_version))
+    principal = make_principal(tenant, user, group, scope_version)
+    stored = _service().refresh(packet_id, principal)
     if as_json:
         emit_json(stored.manifest.model_dump(mode="json"))
     else:
@@ -167,15 +226,22 @@ def render(
     tenant: Tenant,
     user: User = "cli",
     group: Groups = None,
-    scope_version: ScopeVersion = "1",
+    scope_version: ScopeVersion = None,
+    stay: Stay = None,
+    as_of: AsOf = None,
+    booking: Booking = None,
+    prop: Property = None,
+    source_type: SourceType = None,
+    jurisdiction: Jurisdiction = None,
+    historical: Historical = False,
     budget: Annotated[int, typer.Option(help="Token budget.")] = 2000,
     as_json: Json = False,
 ) -> None:
-    """Revalidate, then print the packet as model context (only on a reuse verdict)."""
-    svc = _service()
-    v, r = svc.render(
-        packet_id, _principal(tenant, user, group, scope_version), budget_tokens=budget
-    )
+    """Revalidate, render and release-check: print the packet as model context for a follow-up
+    about the given scope (only when both checks say reuse; exit 3 otherwise)."""
+    principal = make_principal(tenant, user, group, scope_version)
+    scope = _follow_up(as_of, stay, booking, prop, source_type, jurisdiction, historical)
+    v, r = _service(warm=False).render(packet_id, principal, scope=scope, budget_tokens=budget)
     if as_json:
         emit_json(
             {
@@ -187,64 +253,39 @@ def render(
         _print_verdict(packet_id, v)
     else:
         console.print(r.text, markup=False, highlight=False)
-        console.print(f"[dim]{r.tokens} tokens; cut: {', '.join(r.cut) or 'nothing'}[/dim]")
+        console.print(Text(f"{r.tokens} tokens; cut: {', '.join(r.cut) or 'nothing'}", "dim"))
     if r is None:
         raise typer.Exit(3)
 
 
-def _percentiles(operation: str) -> dict[str, Any]:
-    field = f"latency_ms.{operation}"
-    return {
-        "filter": {"term": {"operation": operation}},
-        "aggs": {"ms": {"percentiles": {"field": field, "percents": [50, 95]}}},
-    }
-
-
 @app.command()
 def stats(
-    tenant: Annotated[str | None, typer.Option(help="Only this tenant.")] = None,
+    tenant: Tenant,
+    user: User = "cli",
+    operator: Annotated[
+        bool, typer.Option(help="Read as an operator: every user's traces of --tenant.")
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    """Reuse rate, verdicts and packet build/validate p50/p95, from the trace index."""
-    from hybrid_es.client import make_client
+    """Reuse rate, verdicts and packet build/validate p50/p95, from the caller's traces."""
+    from hybrid_es.trace_reader import TraceReader
 
     s = settings()
-    flt: list[dict[str, Any]] = [{"terms": {"operation": ["packet_build", "packet_validate"]}}]
-    if tenant:
-        flt.append({"term": {"tenant": tenant}})
-    resp = make_client(s).search(
-        index=s.traces_index,
-        size=0,
-        query={"bool": {"filter": flt}},
-        ignore_unavailable=True,
-        aggs={
-            "reuse_rate": {"avg": {"field": "packet_reuse"}},
-            "verdicts": {"terms": {"field": "packet_verdict", "size": 10}},
-            "packet_build": _percentiles("packet_build"),
-            "packet_validate": _percentiles("packet_validate"),
-        },
-    )
-    aggs = resp.body.get("aggregations", {})
-    ops: dict[str, dict[str, Any]] = {}
-    for op in ("packet_build", "packet_validate"):
-        values = aggs.get(op, {}).get("ms", {}).get("values", {})
-        ops[op] = {
-            "count": aggs.get(op, {}).get("doc_count", 0),
-            "p50": values.get("50.0"),
-            "p95": values.get("95.0"),
-        }
-    rate = aggs.get("reuse_rate", {}).get("value")
-    verdicts = {b["key"]: b["doc_count"] for b in aggs.get("verdicts", {}).get("buckets", [])}
+    principal = make_principal(tenant, user, operator=operator)
+    reader = TraceReader(client(s), s.traces_index, url=s.redacted_url())
+    out = reader.packet_stats(principal, tenant=tenant)
     if as_json:
-        emit_json({"reuse_rate": rate, "verdicts": verdicts, "latency_ms": ops})
+        emit_json(out)
         return
-    t = Table(title=f"packet operations{f' of {tenant}' if tenant else ''} (from traces)")
+    who = f"{tenant}" if operator else f"{tenant}/{user}"
+    t = Table(title=f"packet operations of {who} (from traces)")
     t.add_column("what")
     t.add_column("value", justify="right")
+    rate = out["reuse_rate"]
     t.add_row("reuse rate", "-" if rate is None else f"{rate:.1%}")
-    for k, v in verdicts.items():
-        t.add_row(f"verdict {k}", str(v))
-    for op, d in ops.items():
+    for k, v in out["verdicts"].items():
+        t.add_row(Text(f"verdict {k}"), str(v))
+    for op, d in out["latency_ms"].items():
         t.add_row(
             f"{op} p50 / p95 ms (n={d['count']})",
             "-" if d["p50"] is None else f"{d['p50']:.0f} / {d['p95']:.0f}",

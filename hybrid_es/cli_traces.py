@@ -1,4 +1,8 @@
-"""``hybrid-es traces tail|show``: the traces index as tables, for people without Kibana."""
+"""``hybrid-es traces tail|show``: the traces index as tables, for people without Kibana.
+
+A caller reads their own traces (``--tenant``, ``--user``); ``--operator`` reads every tenant's
+(or one tenant's with ``--tenant``). Reading is scoped in the library (``trace_reader``).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +12,17 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, hits_table, settings
-from hybrid_es.errors import translate_es_error
+from hybrid_es.cli_common import (
+    User,
+    bad,
+    client,
+    console,
+    emit_json,
+    hits_table,
+    make_principal,
+    settings,
+)
+from hybrid_es.trace_reader import ID_CHARS, TraceReader
 from hybrid_es.traces import STAGES
 
 app = typer.Typer(
@@ -18,54 +31,54 @@ app = typer.Typer(
     help="Read query and packet traces (what Kibana's traces dashboard shows).",
 )
 
-ID_CHARS = 12
-"""Trace ids are shown (and may be given to ``show``) as their first 12 characters."""
+OPERATOR_HOME = "hybrid-es-ops"
+"""The home tenant of an ``--operator`` that reads every tenant (it holds no data of its own)."""
 
 IndexOption = Annotated[
     str | None,
     typer.Option("--index", help="Traces index or pattern (default: HYBRID_ES_TRACES_INDEX)."),
 ]
+TenantOption = Annotated[
+    str | None, typer.Option(help="Caller's tenant (required unless --operator).")
+]
+OperatorOption = Annotated[
+    bool,
+    typer.Option(help="Read as an operator: every tenant's traces, or --tenant's."),
+]
 
 
-def _search(index: str | None, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+def _reader(index: str | None) -> TraceReader:
     s = settings()
-    idx = index or s.traces_index
-    try:
-        resp = client(s).search(index=idx, **body)
-    except Exception as exc:
-        raise translate_es_error(
-            exc, url=s.redacted_url(), what=f"reading traces from {idx}"
-        ) from exc
-    return idx, [h["_source"] for h in resp.body["hits"]["hits"]]
+    return TraceReader(client(s), index or s.traces_index, url=s.redacted_url())
+
+
+def _caller(tenant: str | None, user: str, operator: bool) -> Any:
+    if tenant is None and not operator:
+        raise bad("--tenant", "say whose traces to read (--tenant and --user), or --operator")
+    return make_principal(tenant or OPERATOR_HOME, user, operator=operator)
 
 
 @app.command()
 def tail(
     n: Annotated[int, typer.Option("-n", "--lines", min=1, max=1000, help="How many.")] = 20,
-    tenant: Annotated[str | None, typer.Option(help="Only this tenant's traces.")] = None,
+    tenant: TenantOption = None,
+    user: User = "cli",
+    operator: OperatorOption = False,
     errors: Annotated[bool, typer.Option("--errors", help="Only traces with an error.")] = False,
     index: IndexOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the documents as JSON.")] = False,
 ) -> None:
-    """The most recent traces, oldest first (like tail)."""
-    filters: list[dict[str, Any]] = []
-    if tenant:
-        filters.append({"term": {"tenant": tenant}})
-    if errors:
-        filters.append({"exists": {"field": "error"}})
-    body: dict[str, Any] = {
-        "query": {"bool": {"filter": filters}},
-        "sort": [{"@timestamp": "desc"}, {"trace_id": "asc"}],
-        "size": n,
-    }
-    if not as_json:
-        body["source_excludes"] = ["candidates", "query_text"]
-    idx, docs = _search(index, body)
-    docs.reverse()
+    """The caller's most recent traces, oldest first (like tail)."""
+    principal = _caller(tenant, user, operator)
+    reader = _reader(index)
+    docs = reader.tail(
+        principal, n=n, errors=errors, tenant=tenant if operator else None, candidates=as_json
+    )
     if as_json:
         emit_json(docs)
         return
-    t = Table(title=f"last {len(docs)} trace(s) in {idx}" + (f" for {tenant}" if tenant else ""))
+    who = (tenant or "every tenant") if operator else f"{tenant}/{user}"
+    t = Table(title=f"last {len(docs)} trace(s) in {reader.index} for {who}")
     for name, justify in [
         ("time (UTC)", "left"),
         ("trace", "left"),
@@ -117,30 +130,15 @@ def _time(ts: Any) -> str:
 @app.command()
 def show(
     trace_id: Annotated[str, typer.Argument(help="A trace id, or its first characters.")],
+    tenant: TenantOption = None,
+    user: User = "cli",
+    operator: OperatorOption = False,
     index: IndexOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the document as JSON.")] = False,
 ) -> None:
-    """One trace in full: who, what, per-stage latency and every candidate with provenance."""
-    wanted = trace_id.strip().lower()
-    if not wanted:
-        raise typer.BadParameter("give a trace id (see `hybrid-es traces tail`)")
-    query = {"prefix": {"trace_id": wanted}} if len(wanted) < 32 else {"term": {"trace_id": wanted}}
-    idx, docs = _search(index, {"query": query, "size": 2, "sort": [{"@timestamp": "desc"}]})
-    if not docs:
-        err_console.print(
-            f"no trace {trace_id!r} in {idx}; `hybrid-es traces tail` lists recent ones",
-            markup=False,
-            highlight=False,
-        )
-        raise typer.Exit(1)
-    if len(docs) > 1:
-        err_console.print(
-            f"{trace_id!r} matches more than one trace in {idx}; give more characters",
-            markup=False,
-            highlight=False,
-        )
-        raise typer.Exit(1)
-    doc = docs[0]
+    """One of the caller's traces in full: who, what, per-stage latency and every candidate
+    with provenance."""
+    doc = _reader(index).show(_caller(tenant, user, operator), trace_id)
     if as_json:
         emit_json(doc)
         return

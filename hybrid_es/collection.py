@@ -18,7 +18,7 @@ from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder
 from hybrid_es.indexer import Chunker, Ingestor, IngestReport
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import EVERYONE, Principal, RequestScope
 from hybrid_es.reranker import rerank_passage
 from hybrid_es.reranker_train import Candidate
 from hybrid_es.searcher import HybridSearcher
@@ -107,11 +107,17 @@ def ingest_collection(
     docs = docs if docs is not None else list(read_corpus(dataset, tenant=EVAL_TENANT))
     if on_total:
         on_total(len(docs))
+    # A public collection has no ACLs: every user of the evaluation tenant may read it.
     ing = Ingestor(
-        es, embedder, index=index, corpus_state=CorpusState(es, state_index), chunker=chunker
+        es,
+        embedder,
+        index=index,
+        corpus_state=CorpusState(es, state_index),
+        chunker=chunker,
+        default_acl=(EVERYONE,),
     )
     t = time.perf_counter()
-    rep = ing.ingest(docs, progress=progress)
+    rep = ing.ingest(docs, EVAL_PRINCIPAL, progress=progress)
     return Collection(
         es, embedder, index, state_index, url, rep, time.perf_counter() - t, len(docs)
     )

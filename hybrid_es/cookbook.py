@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hybrid_es.chunking import Chunk
 from hybrid_es.documents import Document
-from hybrid_es.ingest_plan import chunk_id
+from hybrid_es.identity import chunk_id
 
 CHUNKS_FILE = "codebase_chunks.json"
 QUESTIONS_FILE = "evaluation_set.jsonl"

@@ -9,11 +9,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hybrid_es.identity import SEPARATOR
+from hybrid_es.models import check_id, check_tenant
+
 MAX_DOCUMENT_CHARS = 2_000_000
 """Larger documents are refused at load time: split them first (one contract, one file). About
 500,000 tokens: beyond what a context-header prompt can hold whole, and far beyond any one
 contract, audit or itinerary."""
 MAX_DOCUMENT_BYTES = 4 * MAX_DOCUMENT_CHARS
+MAX_VERSION = 999_999_999
 """A file larger than this cannot be within MAX_DOCUMENT_CHARS (UTF-8 takes at most 4 bytes a
 character), so it is refused before it is read."""
 
@@ -23,13 +27,18 @@ class Document(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(min_length=1, max_length=256)
-    tenant: str = Field(min_length=1, max_length=128)
+    id: str
+    tenant: str
     title: str = ""
     body: str
-    version: int = Field(default=1, ge=1)
-    acl_users: tuple[str, ...] = ()
-    acl_groups: tuple[str, ...] = ("*",)
+    version: int = Field(default=1, ge=1, le=MAX_VERSION)
+    """The ordering key among a document's versions (a higher number supersedes a lower one)."""
+    version_label: str | None = Field(default=None, max_length=256)
+    """A label such as ``contract-v4``, kept for people; ordering comes from ``version`` only."""
+    acl_users: tuple[str, ...] | None = None
+    acl_groups: tuple[str, ...] | None = None
+    """None (both): the document names no ACL and the ingest applies its default ACL
+    (``HYBRID_ES_DEFAULT_ACL``: nobody, unless the deployment chose every user of the tenant)."""
     valid_from: date | datetime | None = None
     valid_to: date | datetime | None = None
     superseded_by: str | None = None
@@ -54,12 +63,28 @@ class Document(BaseModel):
             raise ValueError(f"the body has {len(v)} characters; the limit is {MAX_DOCUMENT_CHARS}")
         return v
 
-    @field_validator("id", "tenant")
+    @field_validator("id")
     @classmethod
-    def _trimmed(cls, v: str) -> str:
-        if v != v.strip():
-            raise ValueError("must not have surrounding whitespace")
-        return v
+    def _id_ok(cls, v: str) -> str:
+        if SEPARATOR in v:
+            raise ValueError(f"must not contain {SEPARATOR!r} (it separates the parts of a key)")
+        return check_id(v, "document id")
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant_ok(cls, v: str) -> str:
+        return check_tenant(v)
+
+    @property
+    def acl_unset(self) -> bool:
+        """The document names no ACL at all (the ingest's default applies)."""
+        return self.acl_users is None and self.acl_groups is None
+
+    def with_acl(self, groups: tuple[str, ...]) -> Document:
+        """A copy whose unset ACL is ``groups`` (an explicit ACL is kept as it is)."""
+        if not self.acl_unset:
+            return self
+        return self.model_copy(update={"acl_users": (), "acl_groups": groups})
 
     def content_hash(self) -> str:
         """SHA-256 over everything that shapes the chunks (text and policy fields)."""
@@ -75,6 +100,7 @@ class Document(BaseModel):
                 "acl_users",
                 "acl_groups",
                 "version",
+                "version_label",
                 "valid_from",
                 "valid_to",
                 "superseded_by",

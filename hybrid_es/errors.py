@@ -17,8 +17,9 @@ elasticsearch-py are translated into these in exactly one place, :func:`translat
     ├── BulkIndexError            some bulk items failed; ``failed`` lists each with its reason
     ├── IngestError               malformed input (carries the line number where known)
     ├── PacketError               packet store problems
-    │   ├── PacketNotFoundError
+    │   ├── PacketNotFoundError       not the caller's packet (missing, or anyone else's)
     │   └── ManifestConflictError     optimistic-concurrency conflict on a packet
+    ├── TraceNotFoundError        not the caller's trace (missing, or anyone else's)
     └── ModelError                a model could not be loaded or does not match the index
 """
 
@@ -108,6 +109,10 @@ class PacketNotFoundError(PacketError):
 
 
 class ManifestConflictError(PacketError):
+    pass
+
+
+class TraceNotFoundError(HybridEsError):
     pass
 
 

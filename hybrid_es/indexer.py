@@ -1,7 +1,11 @@
 """Ingestion: documents -> chunks with context headers -> embeddings -> bulk index.
 
-Chunk ids are deterministic (document, version, chunk number), so a retried, re-run or killed and
-restarted ingest can never duplicate a chunk. Each chunk stores three SHA-256 based markers: the
+Every ingest runs for one caller (a :class:`~hybrid_es.models.Principal`) and writes only that
+caller's tenant: a document that names another tenant is refused, and every chunk is stored
+under a key that holds the tenant (``hybrid_es.identity``), so no write of one tenant can land on
+another's record, however the writes interleave. Chunk keys are otherwise deterministic
+(tenant, document, version, chunk number), so a retried, re-run or killed and restarted ingest
+can never duplicate a chunk. Each chunk stores three SHA-256 based markers: the
 document's hash (``doc_hash``), the hash of its own raw text (``chunk_hash``) and the prompt
 version of its header (``header_prompt_version``). A document is skipped, before any embedding or
 model call, only when every chunk it would produce is already stored under the same id with the
@@ -10,13 +14,17 @@ partly written document (an ingest killed mid-way, an item that failed) is writt
 and a changed one regenerates all of its chunks and headers and removes the ones that vanished.
 
 A new version supersedes the old one (validity closed, ``superseded_by`` set) instead of
-overwriting it. Every failed bulk item, and every document the contextualizer failed on, is
-reported with its reason. Calls to the cluster are retried as a whole on connection failures only;
-429s inside a bulk are retried by the bulk helper with back-off.
+overwriting it. The tenant's corpus watermark moves once per run that wrote something, after the
+index refresh (``hybrid_es.corpus_state`` explains the bracket that makes this crash-safe).
+A document without an ACL gets the ingest's default ACL (fail closed unless configured), and the
+report counts those documents. Every failed bulk item, and every document the contextualizer
+failed on, is reported with its reason. Calls to the cluster are retried as a whole on
+connection failures only; 429s inside a bulk are retried by the bulk helper with back-off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -49,9 +57,15 @@ from hybrid_es.errors import (
     ModelError,
     translate_es_error,
 )
-from hybrid_es.ingest_plan import build_chunk_records, chunk_id, plan_document
+from hybrid_es.identity import chunk_id, chunk_key, local_chunk_id
+from hybrid_es.ingest_plan import build_chunk_records, plan_document
+from hybrid_es.models import EVERYONE, Principal
+from hybrid_es.tenancy import IndexLayout
 
 __all__ = ["IngestReport", "Ingestor", "build_chunk_records", "chunk_id", "plan_document"]
+
+DEFAULT_ACLS: dict[str, tuple[str, ...]] = {"none": (), "everyone": (EVERYONE,)}
+"""What ``HYBRID_ES_DEFAULT_ACL`` names: the ACL groups of a document that names no ACL."""
 
 Chunker = Callable[[Document], list[Chunk]]
 MAX_CONSECUTIVE_DOCUMENT_FAILURES = 5
@@ -85,6 +99,8 @@ class IngestReport:
     """Bulk items that failed: op, id, status, reason."""
     failed_documents: list[dict[str, Any]] = field(default_factory=list)
     """Documents not written at all: doc_id, tenant, reason."""
+    default_acl: int = 0
+    """Documents that named no ACL and got the ingest's default ACL."""
     watermarks: dict[str, int] = field(default_factory=dict)
     context: ContextUsage = field(default_factory=ContextUsage)
     seconds: float = 0.0
@@ -95,10 +111,14 @@ class IngestReport:
 
 
 class Ingestor:
-    """Writes documents into one chunks index. See the module docstring for the guarantees.
+    """Writes documents into a deployment's chunks indices. See the module docstring for the
+    guarantees.
 
-    ``contextualizer`` defaults to the extractive one; ``chunker`` to :func:`chunk_text` with
-    the embedder's own token count (:func:`~hybrid_es.chunking.counter_for`).
+    ``layout`` names the indices (by tenancy mode); ``index`` instead puts every tenant into one
+    given chunks index (tests, evaluation collections). ``default_acl`` is the ACL of documents
+    that name none (``()``: nobody; ``("*",)``: every user of the tenant). ``contextualizer``
+    defaults to the extractive one; ``chunker`` to :func:`chunk_text` with the embedder's own
+    token count (:func:`~hybrid_es.chunking.counter_for`).
     """
 
     def __init__(
@@ -106,13 +126,15 @@ class Ingestor:
         client: Elasticsearch,
         embedder: Embedder,
         *,
-        index: str = "hybrid-es-chunks",
+        index: str | None = None,
+        layout: IndexLayout | None = None,
         corpus_state: CorpusState | None = None,
         contextualizer: Contextualizer | None = None,
         chunker: Chunker | None = None,
         chunk_size: int = 200,
         overlap: int = 40,
         batch_size: int = 64,
+        default_acl: tuple[str, ...] = (),
     ) -> None:
         if chunk_size < 16 or not 0 <= overlap < chunk_size // 2:
             raise ConfigurationError(
@@ -120,12 +142,13 @@ class Ingestor:
             )
         self.client = client
         self.embedder = embedder
-        self.index = index
-        self.corpus_state = corpus_state or CorpusState(client)
+        self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
+        self.corpus_state = corpus_state or CorpusState(client, self.layout.corpus_state)
         self.contextualizer: Contextualizer = contextualizer or ExtractiveContextualizer()
         self.chunk_size = chunk_size
         self.overlap = overlap
         self.batch_size = batch_size
+        self.default_acl = tuple(default_acl)
         if chunker is None:
             count = counter_for(embedder)
             chunker = lambda doc: chunk_text(  # noqa: E731
@@ -133,51 +156,59 @@ class Ingestor:
             )
         self.chunker = chunker
         self._consecutive_failures = 0
+        self._checked: set[str] = set()
 
-    def check_model(self) -> None:
+    def index_for(self, principal: Principal) -> str:
+        """The chunks index this caller's documents are written to."""
+        return self.layout.chunks_for(principal.tenant)
+
+    def check_model(self, index: str) -> None:
         """Refuse, before any write, an index whose vectors come from another model or size.
 
         An empty index takes the embedder's model id and dimension into its mapping ``_meta``.
         """
+        if index in self._checked:
+            return
         try:
-            props, meta, count = self._mapping()
+            props, meta, count = self._mapping(index)
         except Exception as exc:
-            raise translate_es_error(exc, what=f"checking {self.index}") from exc
+            raise translate_es_error(exc, what=f"checking {index}") from exc
         field_dims = props.get("embedding", {}).get("dims")
         if field_dims is not None and int(field_dims) != self.embedder.dims:
             raise ModelError(
-                f"index {self.index} stores {field_dims}-dimensional vectors but the embedder "
+                f"index {index} stores {field_dims}-dimensional vectors but the embedder "
                 f"{self.embedder.model_id} makes {self.embedder.dims}; nothing was written",
                 hint="use a matching embedder, or an index template with the right dims",
             )
         if count and meta.get("embedding_model") not in (None, self.embedder.model_id):
             raise ModelError(
-                f"index {self.index} holds vectors from {meta.get('embedding_model')}, not "
+                f"index {index} holds vectors from {meta.get('embedding_model')}, not "
                 f"{self.embedder.model_id}; nothing was written",
                 hint="ingest into a new index, or use the index's embedder",
             )
         if meta.get("embedding_model") != self.embedder.model_id:
             try:
-                self._put_meta()
+                self._put_meta(index)
             except Exception as exc:
-                raise translate_es_error(exc, what=f"recording the model on {self.index}") from exc
+                raise translate_es_error(exc, what=f"recording the model on {index}") from exc
+        self._checked.add(index)
 
     @_on_connection_failure
-    def _mapping(self) -> tuple[dict[str, Any], dict[str, Any], int]:
-        if not self.client.indices.exists(index=self.index):
+    def _mapping(self, index: str) -> tuple[dict[str, Any], dict[str, Any], int]:
+        if not self.client.indices.exists(index=index):
             try:
-                self.client.indices.create(index=self.index)
+                self.client.indices.create(index=index)
             except BadRequestError as exc:  # another writer created it first: that is fine
                 if exc.error != "resource_already_exists_exception":
                     raise
         # A concurrent writer may have created the index a moment ago: wait until its primary
         # shard has started, or the count below meets a 503 (returns at once when it has).
-        self.client.cluster.health(index=self.index, wait_for_status="yellow", timeout="30s")
-        mapping = self.client.indices.get_mapping(index=self.index)
+        self.client.cluster.health(index=index, wait_for_status="yellow", timeout="30s")
+        mapping = self.client.indices.get_mapping(index=index)
         (body,) = mapping.body.values()
         props = body["mappings"].get("properties", {})
         meta = body["mappings"].get("_meta", {})
-        return props, meta, self._count()
+        return props, meta, self._count(index)
 
     @retry(
         retry=retry_if_exception(lambda e: isinstance(e, ApiError) and e.meta.status == 503),
@@ -185,92 +216,103 @@ class Ingestor:
         wait=wait_exponential(multiplier=0.2, max=5),
         reraise=True,
     )
-    def _count(self) -> int:
+    def _count(self, index: str) -> int:
         # A shard that is still starting (a busy or recovering node) answers 503 for a while.
-        return int(self.client.count(index=self.index)["count"])
+        return int(self.client.count(index=index)["count"])
 
     @_on_connection_failure
-    def _put_meta(self) -> None:
+    def _put_meta(self, index: str) -> None:
         self.client.indices.put_mapping(
-            index=self.index,
+            index=index,
             meta={"embedding_model": self.embedder.model_id, "embedding_dims": self.embedder.dims},
         )
 
     @_on_connection_failure
-    def _existing(self, doc_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-        """Chunks already indexed for these documents (any version, any tenant)."""
+    def _existing(
+        self, index: str, tenant: str, doc_ids: list[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The tenant's chunks already indexed for these documents (any version)."""
         out: dict[str, list[dict[str, Any]]] = {}
         if not doc_ids:
             return out
+        query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": doc_ids}}]}}
         for hit in helpers.scan(
             self.client,
-            index=self.index,
-            query={
-                "query": {"terms": {"doc_id": doc_ids}},
-                "_source": [
-                    "doc_id",
-                    "version",
-                    "doc_hash",
-                    "chunk_hash",
-                    "chunk_id",
-                    "header_prompt_version",
-                    "analysis_version",
-                    "embedding_model",
-                    "superseded_by",
-                    "valid_to",
-                    "tenant",
-                ],
-            },
+            index=index,
+            query={"query": query, "_source": list(_EXISTING_FIELDS)},
         ):
             out.setdefault(hit["_source"]["doc_id"], []).append(hit["_source"])
         return out
 
     @_on_connection_failure
-    def _refresh(self) -> None:
-        self.client.indices.refresh(index=self.index)
+    def _refresh(self, index: str) -> None:
+        self.client.indices.refresh(index=index)
 
     def ingest(
         self,
         docs: Iterable[Document],
+        principal: Principal,
         *,
         now: datetime | None = None,
         progress: Callable[[int], None] | None = None,
-        refresh: bool = True,
         raise_on_error: bool = True,
     ) -> IngestReport:
-        """Index ``docs`` in batches. Returns the report; with ``raise_on_error`` (the default)
-        raises BulkIndexError listing every failed item and document instead, after the rest
-        was written. Raises ModelError for an embedding model that does not match the index
-        (before any write), ConfigurationError when the contextualizer cannot run at all."""
+        """Index ``docs`` for ``principal``'s tenant, in batches.
+
+        A document of another tenant is refused (listed in ``failed_documents``), never written.
+        Returns the report; with ``raise_on_error`` (the default) raises BulkIndexError listing
+        every failed item and document instead, after the rest was written. Raises ModelError for
+        an embedding model that does not match the index (before any write), ConfigurationError
+        when the contextualizer cannot run at all.
+        """
         t0 = time.perf_counter()
         now = now or datetime.now(UTC)
-        self.check_model()
+        tenant = principal.tenant
+        index = self.index_for(principal)
+        self.check_model(index)
         report = IngestReport()
         self._consecutive_failures = 0
         try:
-            # What an earlier run (perhaps killed) wrote must be visible to the skip check.
-            self._refresh()
+            # What an earlier run (perhaps killed) wrote must be visible to the skip check, and
+            # a run that died before moving the watermark is resolved before this one begins.
+            self._refresh(index)
+            self.corpus_state.repair(tenant)
         except Exception as exc:
-            raise translate_es_error(exc, what=f"refreshing {self.index}") from exc
-        batch: list[Document] = []
-        for doc in docs:
-            if any(d.id == doc.id for d in batch):
-                # Another version of a document in this batch: the earlier one must be stored
-                # (and visible) before this one is planned against it.
-                self._ingest_batch(batch, now, report, progress)
-                batch = []
-                self._refresh()
-            batch.append(doc)
-            if len(batch) >= self.batch_size:
-                self._ingest_batch(batch, now, report, progress)
-                batch = []
-        if batch:
-            self._ingest_batch(batch, now, report, progress)
-        if refresh:
-            try:
-                self._refresh()
-            except Exception as exc:
-                raise translate_es_error(exc, what=f"refreshing {self.index}") from exc
+            raise translate_es_error(exc, what=f"preparing {index}") from exc
+        run = _Run(self.corpus_state.begin(tenant), index)
+        try:
+            batch: list[Document] = []
+            for doc in docs:
+                if doc.tenant != tenant:
+                    report.documents += 1
+                    report.failed_documents.append(
+                        {
+                            "doc_id": doc.id,
+                            "tenant": doc.tenant,
+                            "reason": f"the document names tenant {doc.tenant!r}, but this "
+                            f"ingest writes for tenant {tenant!r}; nothing was written",
+                        }
+                    )
+                    continue
+                if any(d.id == doc.id for d in batch):
+                    # Another version of a document in this batch: the earlier one must be
+                    # stored (and visible) before this one is planned against it.
+                    self._ingest_batch(batch, now, report, progress, run)
+                    batch = []
+                    self._refresh(index)
+                batch.append(doc)
+                if len(batch) >= self.batch_size:
+                    self._ingest_batch(batch, now, report, progress, run)
+                    batch = []
+            if batch:
+                self._ingest_batch(batch, now, report, progress, run)
+        except BaseException:
+            # Settle what was written if the cluster still answers; if not, the marker stays
+            # and the next ingest's repair moves the watermark. The original error is raised.
+            with contextlib.suppress(Exception):
+                self._finish(tenant, run, report)
+            raise
+        self._finish(tenant, run, report)
         report.seconds = time.perf_counter() - t0
         if raise_on_error and not report.ok:
             failed = report.failed + report.failed_documents
@@ -281,22 +323,40 @@ class Ingestor:
             )
         return report
 
+    def _finish(self, tenant: str, run: _Run, report: IngestReport) -> None:
+        """Make the run's writes searchable, then move the watermark (only if it wrote)."""
+        try:
+            if run.change is not None:
+                self._refresh(run.index)
+            report.watermarks[tenant] = self.corpus_state.finish(tenant, run.run_id, run.change)
+        except Exception as exc:
+            # The marker stays; the next ingest's repair moves the watermark for this run.
+            raise translate_es_error(exc, what="moving the corpus watermark") from exc
+        if run.change is None:
+            report.watermarks.pop(tenant, None)
+
     def _ingest_batch(
         self,
         batch: list[Document],
         now: datetime,
         report: IngestReport,
         progress: Callable[[int], None] | None,
+        run: _Run,
     ) -> None:
+        tenant = batch[0].tenant
+        index = run.index
         try:
-            existing = self._existing(list(dict.fromkeys(d.id for d in batch)))
+            existing = self._existing(index, tenant, list(dict.fromkeys(d.id for d in batch)))
         except Exception as exc:
             raise translate_es_error(exc, what="reading existing chunks") from exc
         records: list[dict[str, Any]] = []
         later: list[dict[str, Any]] = []  # supersede updates and deletes, after the new chunks
-        changed_tenants: dict[str, str] = {}
+        changes: list[str] = []
         for doc in batch:
             report.documents += 1
+            if doc.acl_unset:
+                report.default_acl += 1
+                doc = doc.with_acl(self.default_acl)
             chunks = self.chunker(doc)
             plan = plan_document(
                 doc,
@@ -307,11 +367,6 @@ class Ingestor:
             )
             if plan.action == "skip":
                 report.skipped_unchanged += 1
-                continue
-            if plan.action == "conflict":
-                report.failed_documents.append(
-                    {"doc_id": doc.id, "tenant": doc.tenant, "reason": plan.reason}
-                )
                 continue
             try:
                 headers = self.contextualizer.headers(doc, chunks, report.context)
@@ -342,13 +397,21 @@ class Ingestor:
                 )
             )
             for cid, upd in plan.supersede:
-                later.append({"_op_type": "update", "_index": self.index, "_id": cid, "doc": upd})
+                later.append(
+                    {
+                        "_op_type": "update",
+                        "_index": index,
+                        "_id": chunk_key(tenant, cid),
+                        "doc": upd,
+                    }
+                )
             later.extend(
-                {"_op_type": "delete", "_index": self.index, "_id": cid} for cid in plan.deletes
+                {"_op_type": "delete", "_index": index, "_id": chunk_key(tenant, cid)}
+                for cid in plan.deletes
             )
             report.superseded += len(plan.supersede)
             report.removed_chunks += len(plan.deletes)
-            changed_tenants[doc.tenant] = plan.change
+            changes.append(plan.change)
         actions: list[dict[str, Any]] = []
         if records:
             vecs = self.embedder.embed_passages([r["search_payload"] for r in records])
@@ -356,12 +419,20 @@ class Ingestor:
             for r, v in zip(records, vecs, strict=True):
                 r["embedding"] = [float(x) for x in v]
                 actions.append(
-                    {"_op_type": "index", "_index": self.index, "_id": r["chunk_id"], "_source": r}
+                    {
+                        "_op_type": "index",
+                        "_index": index,
+                        "_id": chunk_key(tenant, r["chunk_id"]),
+                        "_source": r,
+                    }
                 )
         report.chunks += len(records)
+        failed_before = len(report.failed)
         self._bulk(actions + later, report)
-        for tenant, change in changed_tenants.items():
-            report.watermarks[tenant] = self.corpus_state.bump(tenant, change)
+        if changes and len(report.failed) - failed_before < len(actions) + len(later):
+            run.change = changes[-1]  # something was written: the watermark must move
+        if changes:
+            self.corpus_state.renew(tenant, run.run_id)
         if progress:
             progress(len(batch))
 
@@ -397,39 +468,72 @@ class Ingestor:
             failed.append(
                 {
                     "op": op,
-                    "id": info.get("_id"),
+                    "id": local_chunk_id(str(info.get("_id"))),
                     "status": info.get("status"),
                     "reason": str(info.get("error"))[:500],
                 }
             )
         return failed
 
-    def delete_document(self, tenant: str, doc_id: str) -> int:
-        """Mark every chunk of a document deleted (kept for audit, filtered from search)."""
+    def delete_document(self, principal: Principal, doc_id: str) -> int:
+        """Mark every chunk of the caller's document ``doc_id`` deleted (kept for audit, filtered
+        from search); returns how many. Another tenant's document of the same id is another
+        document: it is not touched, and one that does not exist gives 0."""
+        tenant = principal.tenant
+        index = self.index_for(principal)
+        query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"doc_id": doc_id}}]}}
         try:
-            resp = self.client.search(
-                index=self.index,
-                size=10_000,
-                source_includes=["chunk_id"],
-                query={
-                    "bool": {"filter": [{"term": {"doc_id": doc_id}}, {"term": {"tenant": tenant}}]}
-                },
-            )
-            actions = [
-                {
-                    "_op_type": "update",
-                    "_index": self.index,
-                    "_id": h["_id"],
-                    "doc": {"deleted": True},
-                }
-                for h in resp["hits"]["hits"]
+            self._refresh(index)
+            self.corpus_state.repair(tenant)
+            keys = [
+                h["_id"]
+                for h in helpers.scan(
+                    self.client, index=index, query={"query": query, "_source": False}
+                )
             ]
         except Exception as exc:
             raise translate_es_error(exc, what="deleting a document") from exc
+        if not keys:
+            return 0
+        run = _Run(self.corpus_state.begin(tenant), index)
         report = IngestReport()
-        self._bulk(actions, report)
+        try:
+            actions = [
+                {"_op_type": "update", "_index": index, "_id": k, "doc": {"deleted": True}}
+                for k in keys
+            ]
+            self._bulk(actions, report)
+            if len(report.failed) < len(actions):
+                run.change = "delete"
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._finish(tenant, run, report)
+            raise
+        self._finish(tenant, run, report)
         if report.failed:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
-        self._refresh()
-        self.corpus_state.bump(tenant, "delete")
-        return len(actions)
+        return len(keys)
+
+
+@dataclass
+class _Run:
+    """One bracketed writer run (see ``corpus_state``): its marker id, index and last change."""
+
+    run_id: str
+    index: str
+    change: str | None = None
+
+
+_EXISTING_FIELDS = (
+    "doc_id",
+    "version",
+    "doc_hash",
+    "chunk_hash",
+    "chunk_id",
+    "header_prompt_version",
+    "analysis_version",
+    "embedding_model",
+    "superseded_by",
+    "valid_to",
+    "tenant",
+)

@@ -19,10 +19,7 @@ from hybrid_es.chunking import Chunk, chunk_text
 from hybrid_es.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.documents import Document
 from hybrid_es.identifiers import extract_identifiers
-
-
-def chunk_id(doc_id: str, version: int, number: int) -> str:
-    return f"{doc_id}::v{version}::c{number:04d}"
+from hybrid_es.identity import chunk_id
 
 
 def text_hash(text: str) -> str:
@@ -95,7 +92,7 @@ def build_chunk_records(
 class DocumentPlan:
     """What an ingest does with one document, decided from what is stored. See plan_document."""
 
-    action: Literal["skip", "write", "conflict"]
+    action: Literal["skip", "write"]
     reason: str
     change: str = ""
     """The watermark change it makes: ingest, correction, supersede, backfill or delete."""
@@ -112,22 +109,17 @@ def plan_document(
     prompt_version: str,
     embedding_model: str,
 ) -> DocumentPlan:
-    """Skip, write or refuse ``doc``, given its ``chunks`` and the ``stored`` chunks (any version)
-    with the same document id. Pure.
+    """Skip or write ``doc``, given its ``chunks`` and the ``stored`` chunks (any version) of the
+    same tenant with the same document id. Pure.
 
     Skipped only when the stored chunks of this version are exactly the expected ids, each with
     the document's hash, its own text's hash, a header from ``prompt_version`` and vectors from
-    ``embedding_model``, and no older version is left un-superseded. Refused ("conflict") when
-    the id belongs to another tenant: chunk ids do not carry the tenant, and one tenant's ingest
-    must never overwrite another's chunks.
+    ``embedding_model``, and no older version is left un-superseded. Another tenant's document
+    with the same id is another document (its chunks are keyed by its tenant), so it never takes
+    part here: raises ValueError if ``stored`` holds one, which would be a caller's bug.
     """
-    foreign = sorted({str(c.get("tenant")) for c in stored if c.get("tenant") != doc.tenant})
-    if foreign:
-        return DocumentPlan(
-            "conflict",
-            f"document id {doc.id!r} is already used by tenant(s) {', '.join(foreign)} in this "
-            "index; ids must be unique across the tenants of one index",
-        )
+    if any(c.get("tenant") != doc.tenant for c in stored):
+        raise ValueError("plan_document was given chunks of another tenant")
     same = [c for c in stored if c.get("version") == doc.version]
     older = [c for c in stored if int(c.get("version") or 0) < doc.version]
     newer = sorted(

@@ -1,9 +1,18 @@
 """Reading documents from files: JSON lines, a BEIR-layout corpus, or a folder of text files.
 
+Every load is for one tenant, the caller's: a document that names no tenant gets it, and one
+that names another tenant is refused by line (nothing of it is written).
+
 Bad input is reported with its file and line number, never dropped silently; the rest continues
 unless ``fail_fast``, which raises the first problem as IngestError. Rejected: a malformed line, a
-document without tenant or id, non-UTF-8 text, an empty document, a document over
-``MAX_DOCUMENT_CHARS`` characters, the same document (tenant, id, version) twice.
+document without id, a document of another tenant, non-UTF-8 text, an empty document, a document
+over ``MAX_DOCUMENT_CHARS`` characters, the same document (id, version) twice, a version that
+is not an ordering number.
+
+Real files rarely use our field names. A ``FieldMap`` renames fields before validation
+(``--map doc_id=id``), and a version *label* such as ``contract-v4`` can be kept beside the
+ordering number: map it to ``version_label``, and either map another field to ``version`` or
+take the number from the label (``version_from_label``: the last number in it).
 
 Formats (``load_documents`` picks one from the path when asked for ``auto``):
 
@@ -19,7 +28,8 @@ Formats (``load_documents`` picks one from the path when asked for ``auto``):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +46,87 @@ TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 SIDECAR_SUFFIX = ".meta.json"
 
 
+@dataclass(frozen=True)
+class LoadOptions:
+    """How raw records become documents: the caller's tenant, field renames, version labels."""
+
+    tenant: str
+    field_map: Mapping[str, str] = field(default_factory=dict)
+    """source field -> Document field, applied before validation."""
+    version_from_label: bool = False
+    """Take ``version`` from the last number in ``version_label`` when the record has none."""
+
+
+def read_field_map(pairs: Iterable[str] = (), file: Path | None = None) -> dict[str, str]:
+    """A field map from ``SRC=DST`` pairs and/or a JSON file holding ``{"SRC": "DST"}``; pairs
+    win over the file. Raises ValueError naming the bad entry."""
+    out: dict[str, str] = {}
+    if file is not None:
+        try:
+            loaded = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{file}: not a readable JSON object: {exc}") from exc
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise ValueError(f'{file}: must hold one JSON object of "source": "target" names')
+        out.update(loaded)
+    for pair in pairs:
+        src, sep, dst = pair.partition("=")
+        if not sep or not src.strip() or not dst.strip():
+            raise ValueError(f"{pair!r} is not SOURCE=TARGET (e.g. doc_id=id)")
+        out[src.strip()] = dst.strip()
+    unknown = sorted(set(out.values()) - set(Document.model_fields))
+    if unknown:
+        raise ValueError(
+            f"unknown target field(s) {', '.join(unknown)}; a target must be a document field "
+            f"({', '.join(sorted(Document.model_fields))})"
+        )
+    return out
+
+
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+
+
+def prepare_record(data: dict[str, Any], options: LoadOptions) -> dict[str, Any]:
+    """A raw record renamed, confined to the caller's tenant and given an ordering version.
+    Raises ValueError saying what is wrong and how to fix it. Pure."""
+    out = dict(data)
+    for src, dst in options.field_map.items():
+        if src in out and src != dst:
+            if dst in out:
+                raise ValueError(
+                    f"both {src!r} and {dst!r} are present; --map {src}={dst} would "
+                    f"overwrite {dst!r}"
+                )
+            out[dst] = out.pop(src)
+    named = out.get("tenant")
+    if named is None:
+        out["tenant"] = options.tenant
+    elif named != options.tenant:
+        raise ValueError(
+            f"the document names tenant {named!r}, but this ingest writes for tenant "
+            f"{options.tenant!r}; nothing of it is written (ingest it as that tenant, or remove "
+            "its tenant field)"
+        )
+    version = out.get("version")
+    if isinstance(version, str) and not version.strip().isdigit():
+        raise ValueError(
+            f"version {version!r} is a label, not an ordering number: keep it with "
+            "--map version=version_label, and give the order with --version-from-label (the "
+            "last number in the label) or by mapping a numeric field to version"
+        )
+    if options.version_from_label and version is None and out.get("version_label") is not None:
+        label = str(out["version_label"])
+        m = _LAST_NUMBER.search(label)
+        if m is None:
+            raise ValueError(
+                f"version label {label!r} holds no number to order versions by; give version"
+            )
+        out["version"] = int(m.group(1))
+    return out
+
+
 @dataclass
 class LoadReport:
     errors: list[IngestError] = field(default_factory=list)
@@ -45,8 +136,8 @@ class LoadReport:
 
 
 class _Seen:
-    """Rejects a second document with the same (tenant, id, version) in one load: which of the
-    two is meant cannot be told, and writing both would mix their chunks."""
+    """Rejects a second document with the same (id, version) in one load: which of the two is
+    meant cannot be told, and writing both would mix their chunks."""
 
     def __init__(self) -> None:
         self.where: dict[tuple[str, str, int], str] = {}
@@ -55,7 +146,7 @@ class _Seen:
         key = (doc.tenant, doc.id, doc.version)
         if key in self.where:
             raise ValueError(
-                f"document {doc.id!r} version {doc.version} of tenant {doc.tenant!r} is also at "
+                f"document {doc.id!r} version {doc.version} is also at "
                 f"{self.where[key]}; give it a new version or remove one"
             )
         self.where[key] = here
@@ -75,13 +166,13 @@ def _emit(
 
 
 def load_jsonl(
-    path: Path, *, report: LoadReport, tenant: str | None = None, fail_fast: bool = False
+    path: Path, *, report: LoadReport, options: LoadOptions, fail_fast: bool = False
 ) -> Iterator[Document]:
-    """Documents from a JSON-lines file; ``tenant`` fills documents that name none."""
-    return _emit(_jsonl_items(path, tenant), report, fail_fast)
+    """Documents from a JSON-lines file, for ``options.tenant``."""
+    return _emit(_jsonl_items(path, options), report, fail_fast)
 
 
-def _jsonl_items(path: Path, tenant: str | None) -> Iterator[Document | IngestError]:
+def _jsonl_items(path: Path, options: LoadOptions) -> Iterator[Document | IngestError]:
     try:
         fh = path.open("rb")
     except OSError as exc:
@@ -104,9 +195,7 @@ def _jsonl_items(path: Path, tenant: str | None) -> Iterator[Document | IngestEr
                 data = json.loads(text)
                 if not isinstance(data, dict):
                     raise ValueError("a line must hold a JSON object")
-                if tenant and "tenant" not in data:
-                    data["tenant"] = tenant
-                doc = Document.model_validate(data)
+                doc = Document.model_validate(prepare_record(data, options))
                 seen.check(doc, f"line {n}")
                 yield doc
             except json.JSONDecodeError as exc:
@@ -118,17 +207,13 @@ def _jsonl_items(path: Path, tenant: str | None) -> Iterator[Document | IngestEr
 
 
 def load_beir(
-    root: Path, *, report: LoadReport, tenant: str | None, fail_fast: bool = False
+    root: Path, *, report: LoadReport, options: LoadOptions, fail_fast: bool = False
 ) -> Iterator[Document]:
-    """The documents of a BEIR corpus (``root/corpus.jsonl``), all of ``tenant``."""
-    if not tenant:
-        raise IngestError(
-            f"{root}: a BEIR corpus names no tenant", hint="pass --tenant for its documents"
-        )
+    """The documents of a BEIR corpus (``root/corpus.jsonl``), all of ``options.tenant``."""
     errors: list[IngestError] = []
 
     def items() -> Iterator[Document | IngestError]:
-        for doc in read_corpus(root, tenant=tenant, errors=errors):
+        for doc in read_corpus(root, tenant=options.tenant, errors=errors):
             yield from _drain(errors)
             yield doc
         yield from _drain(errors)
@@ -145,12 +230,12 @@ def load_folder(
     root: Path,
     *,
     report: LoadReport,
-    tenant: str | None = None,
+    options: LoadOptions,
     fail_fast: bool = False,
     suffixes: Iterable[str] = TEXT_SUFFIXES,
 ) -> Iterator[Document]:
-    """Documents from the files under ``root`` with one of ``suffixes``, in path order;
-    ``tenant`` fills documents whose sidecar names none."""
+    """Documents from the files under ``root`` with one of ``suffixes``, in path order, for
+    ``options.tenant`` (a sidecar's fields go through the same field map)."""
     if not root.is_dir():
         raise IngestError(f"{root} is not a folder")
     wanted = tuple(s.lower() for s in suffixes)
@@ -170,10 +255,12 @@ def load_folder(
         else:
             report.ignored_files.append(rel.as_posix())
     seen = _Seen()
-    return _emit((_folder_item(root, p, tenant, seen) for p in files), report, fail_fast)
+    return _emit((_folder_item(root, p, options, seen) for p in files), report, fail_fast)
 
 
-def _folder_item(root: Path, path: Path, tenant: str | None, seen: _Seen) -> Document | IngestError:
+def _folder_item(
+    root: Path, path: Path, options: LoadOptions, seen: _Seen
+) -> Document | IngestError:
     rel = path.relative_to(root).as_posix()
     try:
         size = path.stat().st_size
@@ -212,14 +299,11 @@ def _folder_item(root: Path, path: Path, tenant: str | None, seen: _Seen) -> Doc
         "body": body,
         "metadata": {"path": rel, **(meta.get("metadata") or {})},
     }
-    if tenant and "tenant" not in data:
-        data["tenant"] = tenant
     try:
-        doc = Document.model_validate(data)
+        doc = Document.model_validate(prepare_record(data, options))
         seen.check(doc, str(path))
     except ValidationError as exc:
-        hint = "pass --tenant, or set tenant in the sidecar" if "tenant" not in data else None
-        return IngestError(f"{path}: invalid document: {validation_summary(exc)}", hint=hint)
+        return IngestError(f"{path}: invalid document: {validation_summary(exc)}")
     except ValueError as exc:
         return IngestError(f"{path}: {exc}")
     return doc
@@ -244,8 +328,8 @@ def load_documents(
     path: Path,
     *,
     report: LoadReport,
+    options: LoadOptions,
     format: Format = "auto",
-    tenant: str | None = None,
     fail_fast: bool = False,
     suffixes: Iterable[str] = TEXT_SUFFIXES,
 ) -> Iterator[Document]:
@@ -257,7 +341,7 @@ def load_documents(
     if fmt == "jsonl":
         if path.is_dir():
             raise IngestError(f"{path} is a folder, not a JSONL file", hint="use --format folder")
-        return load_jsonl(path, report=report, tenant=tenant, fail_fast=fail_fast)
+        return load_jsonl(path, report=report, options=options, fail_fast=fail_fast)
     if fmt == "beir":
-        return load_beir(path, report=report, tenant=tenant, fail_fast=fail_fast)
-    return load_folder(path, report=report, tenant=tenant, fail_fast=fail_fast, suffixes=suffixes)
+        return load_beir(path, report=report, options=options, fail_fast=fail_fast)
+    return load_folder(path, report=report, options=options, fail_fast=fail_fast, suffixes=suffixes)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -19,22 +21,90 @@ EVERYONE = "*"
 """ACL group meaning every user of the document's tenant."""
 
 
+TENANT_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$"
+"""A tenant id: 1-64 letters, digits, ``.``, ``_`` or ``-``, starting and ending alphanumeric.
+
+The tenant is part of every stored identity (chunk and packet ids, index names in the
+index-per-tenant layout, role names), so it must never contain the separators those use."""
+MAX_ID_BYTES = 256
+"""Limit on a user, document, case or group id, in UTF-8 bytes: with the tenant prefix and the
+version and chunk suffixes, a stored ``_id`` stays under Elasticsearch's 512 bytes."""
+OPERATOR_ROLE = "hybrid-es-operator"
+"""A principal with this role may read every tenant's traces (operations staff, not end users)."""
+
+
+def check_id(value: str, what: str = "id") -> str:
+    """``value`` if it is a usable id: non-empty, no surrounding whitespace, no control
+    characters, at most :data:`MAX_ID_BYTES` in UTF-8. Raises ValueError saying which rule."""
+    if not value or value != value.strip():
+        raise ValueError(f"{what} must be non-empty without surrounding whitespace")
+    if any(unicodedata.category(c).startswith("C") for c in value):
+        raise ValueError(f"{what} must not contain control characters")
+    size = len(value.encode("utf-8"))
+    if size > MAX_ID_BYTES:
+        raise ValueError(f"{what} is {size} bytes in UTF-8; the limit is {MAX_ID_BYTES}")
+    return value
+
+
+def check_tenant(value: str) -> str:
+    """``value`` if it is a valid tenant id (see :data:`TENANT_PATTERN`), else ValueError."""
+    if not re.match(TENANT_PATTERN, value or ""):
+        raise ValueError(
+            f"tenant {value!r} is not a valid tenant id: use 1-64 letters, digits, '.', '_' or "
+            "'-', starting and ending with a letter or digit"
+        )
+    return value
+
+
 class Principal(BaseModel):
-    """The authenticated caller. ``scope_version`` changes whenever its grants change."""
+    """The authenticated caller: who asks, for which tenant, with which grants.
+
+    It comes from the application's authenticated context, never from query text. Every
+    operation of the library takes one and checks it before it reads or writes anything.
+
+    ``scope_version`` names the state of the caller's grants; packets record it and are
+    refreshed when it changes. Left empty, it is derived from the grants themselves (a digest of
+    the groups and roles), so losing or gaining a group changes it without anyone having to
+    remember to bump a number. An application whose identity provider versions grants may pass
+    its own value instead.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    tenant: str = Field(min_length=1, max_length=128)
-    user_id: str = Field(min_length=1, max_length=256)
+    tenant: str
+    user_id: str
     groups: tuple[str, ...] = ()
-    scope_version: str = "1"
+    roles: tuple[str, ...] = ()
+    scope_version: str = ""
 
-    @field_validator("tenant", "user_id")
+    @field_validator("tenant")
     @classmethod
-    def _no_blank(cls, v: str) -> str:
-        if v.strip() != v or not v:
-            raise ValueError("must be non-empty without surrounding whitespace")
+    def _tenant_ok(cls, v: str) -> str:
+        return check_tenant(v)
+
+    @field_validator("user_id")
+    @classmethod
+    def _user_ok(cls, v: str) -> str:
+        return check_id(v, "user id")
+
+    @field_validator("groups", "roles")
+    @classmethod
+    def _names_ok(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for g in v:
+            check_id(g, "group or role")
         return v
+
+    @model_validator(mode="after")
+    def _derive_scope_version(self) -> Principal:
+        if not self.scope_version:
+            grants = json.dumps([sorted(set(self.groups)), sorted(set(self.roles))])
+            digest = hashlib.sha256(grants.encode()).hexdigest()[:12]
+            object.__setattr__(self, "scope_version", f"grants-{digest}")
+        return self
+
+    @property
+    def is_operator(self) -> bool:
+        return OPERATOR_ROLE in self.roles
 
 
 class RequestScope(BaseModel):

@@ -37,7 +37,8 @@ class RetrievalParams:
     window: int = 50
     """rank_window_size: how many results each leg contributes to fusion."""
     num_candidates: int = 100
-    rank_constant: float = DEFAULT_RANK_CONSTANT
+    rank_constant: int = DEFAULT_RANK_CONSTANT
+    """RRF's k: an integer >= 1, as the engines' native rrf accepts, on both fusion paths."""
     vector_field: str = "embedding"
 
     def __post_init__(self) -> None:
@@ -55,9 +56,10 @@ class RetrievalParams:
                 f"knn needs k <= num_candidates: window {self.window} > num_candidates "
                 f"{self.num_candidates}; raise num_candidates or lower the window"
             )
-        if not (self.rank_constant >= 0) or self.rank_constant == float("inf"):
+        k = self.rank_constant
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise BadQueryError(
-                f"rank_constant must be a finite number >= 0, got {self.rank_constant}"
+                f"rank_constant must be an integer >= 1 (what native rrf accepts), got {k!r}"
             )
 
 

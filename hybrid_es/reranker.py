@@ -18,7 +18,7 @@ import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from hybrid_es.analysis import dominant_script
 from hybrid_es.embedder import LazyModel, quiet_transformers
@@ -26,6 +26,21 @@ from hybrid_es.embedder import LazyModel, quiet_transformers
 Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
 METADATA_FILE = "hybrid_es_reranker.json"
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """What the searcher's rerank stage needs: scores for (query, passage) pairs, the blend
+    weight and the gate. :class:`CrossEncoderReranker` is the product's; tests plug in a scorer
+    whose ranking is known."""
+
+    model_name: str
+    weight: float
+    scripts: frozenset[str] | None
+
+    def covers(self, query: str) -> tuple[bool, str]: ...
+
+    def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
 
 
 def rerank_passage(source: Mapping[str, Any]) -> str:

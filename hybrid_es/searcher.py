@@ -1,18 +1,27 @@
-"""Executing a hybrid search: policy filter, both legs, fusion (native or client-side), rerank.
+"""Executing a hybrid search as a pipeline: prepare -> retrieve -> authorize -> rerank -> assemble.
 
 The I/O edge of retrieval. Bodies come from ``queries``, fusion from ``fusion``, the filter and
-authorization decisions from ``policy``. Every body is checked by ``assert_policy`` before it is
-sent, and every candidate is re-checked against the same rules before it can reach the reranker.
+authorization decisions from ``policy``. Each stage is a function with typed input and output, so
+an engine dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker changes
+:func:`rerank_stage` only:
+
+1. **prepare** validates the input, resolves the caller's chunks index (by tenancy layout) and
+   builds the policy filter once;
+2. **retrieve** sends both legs (and the native ``rrf`` body where the cluster runs it) in one
+   ``_msearch`` after ``assert_policy`` checked every body, and fuses;
+3. **authorize** re-checks every candidate against the same rules in Python; a disagreement fails
+   the query closed before anything reaches the reranker;
+4. **rerank** scores the fused head with the cross-encoder;
+5. **assemble** builds the response with full provenance.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -23,6 +32,7 @@ from hybrid_es.capabilities import _retriever_works
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.embedder import Embedder
 from hybrid_es.errors import (
+    AuthenticationError,
     BadQueryError,
     CapabilityMissingError,
     HybridEsError,
@@ -32,7 +42,10 @@ from hybrid_es.errors import (
     from_error_body,
     translate_es_error,
 )
+from hybrid_es.hashing import PROCESS_KEY, keyed_digest
+from hybrid_es.identity import local_chunk_id
 from hybrid_es.models import (
+    AuthorizationDecision,
     FusionPath,
     Hit,
     Pipeline,
@@ -50,7 +63,8 @@ from hybrid_es.queries import (
     search_body,
     standard_retriever,
 )
-from hybrid_es.reranker import CrossEncoderReranker, rerank_passage
+from hybrid_es.reranker import Reranker, rerank_passage
+from hybrid_es.tenancy import IndexLayout
 
 FusionMode = Literal["auto", "native", "client"]
 FusionMethod = Literal["rrf", "linear"]
@@ -63,14 +77,17 @@ OnError = Callable[[Principal, object, BaseException, dict[str, float]], None]
 
 log = logging.getLogger(__name__)
 
-
-def query_hash(text: str) -> str:
-    """What traces keep instead of the query text."""
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+REFUSED_ANSWER = "a retrieved record failed the policy re-check; refusing to answer (fail closed)"
+"""What a caller and a trace learn when the cluster-side filter and the Python rules disagree:
+nothing about the record. The detail goes to this module's DEBUG log only."""
 
 
 @dataclass
-class _Candidate:
+class Candidate:
+    """One fused candidate, before authorization: its stored key, tenant-local chunk id,
+    ``_source`` and provenance so far."""
+
+    key: str
     chunk_id: str
     index: str
     source: dict[str, Any]
@@ -81,11 +98,60 @@ class _Candidate:
     dense_score: float | None = None
 
 
-class HybridSearcher:
-    """Hybrid search for one chunks index.
+@dataclass(frozen=True)
+class SearchRequest:
+    """A validated search: the caller, what is asked and where it runs (the prepare stage)."""
 
+    text: str
+    principal: Principal
+    scope: RequestScope
+    now: datetime
+    top_k: int
+    rerank: bool
+    rerank_depth: int
+    index: str
+    policy: dict[str, Any]
+
+
+@dataclass
+class Retrieved:
+    """The retrieve stage's output: fused candidates, the path that ran, what each leg returned
+    and a keyed digest of the bodies sent."""
+
+    path: FusionPath
+    reason: str
+    candidates: list[Candidate]
+    legs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    digest: str = ""
+
+
+@dataclass(frozen=True)
+class Authorized:
+    """The candidates with their authorization decisions (every one allowed)."""
+
+    candidates: list[Candidate]
+    decisions: dict[str, AuthorizationDecision]
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """The final order, the reranker's scores and inputs, and what the stage did."""
+
+    candidates: list[Candidate]
+    scores: dict[str, float]
+    inputs: tuple[str, ...]
+    reranked: bool
+    note: str
+
+
+class HybridSearcher:
+    """Hybrid search over a deployment's chunks indices.
+
+    ``layout`` names the indices (by tenancy mode: each caller searches their tenant's chunks
+    index); ``index`` instead searches one given index for every tenant (tests, evaluation).
     ``client`` may be a caller-scoped client (an API key or user bound by document-level
-    security); the policy filter is applied on top of it in every case.
+    security); the policy filter is applied on top of it in every case. ``hash_key`` keys the
+    digests of queries and request bodies (``hybrid_es.hashing``).
     """
 
     def __init__(
@@ -93,30 +159,33 @@ class HybridSearcher:
         client: Elasticsearch,
         embedder: Embedder,
         *,
-        index: str = "hybrid-es-chunks",
-        reranker: CrossEncoderReranker | None = None,
+        index: str | None = None,
+        layout: IndexLayout | None = None,
+        reranker: Reranker | None = None,
         fusion: FusionMode = "auto",
         params: RetrievalParams | None = None,
         native_rrf: bool | None = None,
         url: str = "",
-        corpus_state_index: str = "hybrid-es-corpus-state",
+        corpus_state_index: str | None = None,
         pipeline: Pipeline = "hybrid",
         fusion_method: FusionMethod = "rrf",
         alpha: float = 0.6,
+        hash_key: bytes = PROCESS_KEY,
         on_response: OnResponse | None = None,
         on_error: OnError | None = None,
     ) -> None:
         self.client = client
         self.embedder = embedder
-        self.index = index
+        self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.reranker = reranker
         self.fusion = fusion
         self.params = params or RetrievalParams()
         self._native_rrf = native_rrf
         self.url = url
+        self.hash_key = hash_key
         self.on_response = on_response
         self.on_error = on_error
-        self._model_checked = False
+        self._model_checked: set[str] = set()
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
             raise BadQueryError(
@@ -125,7 +194,13 @@ class HybridSearcher:
         self.pipeline = pipeline
         self.fusion_method = fusion_method
         self.alpha = alpha
-        self.corpus_state = CorpusState(client, corpus_state_index)
+        self.corpus_state = CorpusState(
+            client, corpus_state_index or self.layout.corpus_state, url=url
+        )
+
+    def index_for(self, principal: Principal) -> str:
+        """The chunks index this caller searches."""
+        return self.layout.chunks_for(principal.tenant)
 
     # -- capability and model checks ---------------------------------------------------------
 
@@ -155,19 +230,29 @@ class HybridSearcher:
             return "native-rrf", "auto: the cluster runs the rrf retriever"
         return "client-rrf", "auto: no native rrf retriever (licence or module), fused client-side"
 
-    def check_model(self) -> None:
-        """Refuse to search an index whose vectors came from another model or dimension."""
-        if self._model_checked:
+    def check_model(self, principal: Principal) -> None:
+        """Refuse to search an index whose vectors came from another model or dimension.
+
+        The model is read from the index mapping's ``_meta``; a caller whose credentials may not
+        read mappings (a document-level-security reader) is checked against the
+        ``embedding_model`` stored on a chunk it may read instead. A caller who may read no chunk
+        at all cannot be wrongly answered (every search is empty), and is checked again on the
+        next search. Raises ModelError on a mismatch, AuthenticationError when the cluster
+        refuses both reads.
+        """
+        index = self.index_for(principal)
+        if index in self._model_checked:
             return
         try:
-            resp = self.client.indices.get_mapping(index=self.index)
+            resp = self.client.indices.get_mapping(index=index)
         except ApiError as exc:
-            if exc.meta.status == 403:  # a reader key may not see mappings; ES checks dims itself
-                self._model_checked = True
+            if exc.meta.status == 403:
+                if self._check_model_on_a_chunk(index, principal):
+                    self._model_checked.add(index)
                 return
-            raise translate_es_error(exc, url=self.url, what=f"reading {self.index}") from exc
+            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
         except Exception as exc:
-            raise translate_es_error(exc, url=self.url, what=f"reading {self.index}") from exc
+            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
         for name, idx in resp.body.items():
             meta = idx.get("mappings", {}).get("_meta", {})
             model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
@@ -177,13 +262,39 @@ class HybridSearcher:
                     f"{self.embedder.model_id} makes {self.embedder.dims}",
                     hint="use the embedder the index was built with, or re-ingest",
                 )
-            if model is not None and model != self.embedder.model_id:
-                raise ModelError(
-                    f"index {name} was built with {model} but the embedder is "
-                    f"{self.embedder.model_id}",
-                    hint="use the same embedder as the index, or re-ingest into a new index",
-                )
-        self._model_checked = True
+            self._check_model_id(name, model)
+        self._model_checked.add(index)
+
+    def _check_model_id(self, index: str, model: Any) -> None:
+        if model is not None and model != self.embedder.model_id:
+            raise ModelError(
+                f"index {index} was built with {model} but the embedder is "
+                f"{self.embedder.model_id}",
+                hint="use the same embedder as the index, or re-ingest into a new index",
+            )
+
+    def _check_model_on_a_chunk(self, index: str, principal: Principal) -> bool:
+        """Check the model stored on one chunk the caller may read; False when there is none."""
+        try:
+            resp = self.client.search(
+                index=index,
+                size=1,
+                query={"bool": {"filter": [{"term": {"tenant": principal.tenant}}]}},
+                source_includes=["embedding_model"],
+            )
+        except ApiError as exc:
+            raise AuthenticationError(
+                f"cannot check which model built {index}: the credentials may read neither its "
+                "mapping nor its chunks",
+                hint="grant view_index_metadata or read on the chunks index",
+                status=exc.meta.status,
+            ) from exc
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
+        hits = resp["hits"]["hits"]
+        for h in hits:
+            self._check_model_id(index, h.get("_source", {}).get("embedding_model"))
+        return bool(hits)
 
     # -- search ------------------------------------------------------------------------------
 
@@ -201,24 +312,29 @@ class HybridSearcher:
         """Run one hybrid search for ``principal``.
 
         Returns a :class:`SearchResponse` whose hits carry full provenance. Raises BadQueryError
-        for bad input, EngineError subclasses for cluster failures (never a partial answer),
-        PolicyViolationError if a candidate fails the policy re-check (fail closed).
-        ``on_response`` / ``on_error`` see every outcome; a failing hook never fails the search.
+        for bad input, UnknownTenantError for a tenant with no corpus, EngineError subclasses for
+        cluster failures (never a partial answer), PolicyViolationError if a candidate fails the
+        policy re-check (fail closed; the message names no record). ``on_response`` /
+        ``on_error`` see every outcome; a failing hook never fails the search.
         """
         timings: dict[str, float] = {}
+        t_all = time.perf_counter()
         try:
-            response, text = self._search(
-                query, principal, scope, top_k, rerank, rerank_depth, now, timings
-            )
+            req = self.prepare(query, principal, scope, top_k, rerank, rerank_depth, now)
+            retrieved = self.retrieve(req, timings)
+            authorized = authorize_stage(req, retrieved.candidates)
+            reranked = rerank_stage(req, authorized, self.reranker, timings)
+            timings["total"] = _ms(t_all)
+            response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
         except HybridEsError as exc:
             if self.on_error is not None:
                 _notify(self.on_error, principal, query, exc, dict(timings))
             raise
         if self.on_response is not None:
-            _notify(self.on_response, principal, response, text)
+            _notify(self.on_response, principal, response, req.text)
         return response
 
-    def _search(
+    def prepare(
         self,
         query: str,
         principal: Principal,
@@ -227,8 +343,8 @@ class HybridSearcher:
         rerank: bool,
         rerank_depth: int,
         now: datetime | None,
-        timings: dict[str, float],
-    ) -> tuple[SearchResponse, str]:
+    ) -> SearchRequest:
+        """Validate the request, check the caller's tenant and index, build the filter once."""
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
         if not 1 <= rerank_depth <= self.params.window:
@@ -239,122 +355,52 @@ class HybridSearcher:
         text = clean_query(query)
         scope = scope or RequestScope()
         now = now or datetime.now(UTC)
-        t_all = time.perf_counter()
-
-        self.check_model()
         if principal.tenant not in self._known_tenants:
             self.corpus_state.watermark(principal.tenant)  # UnknownTenantError if it has none
             self._known_tenants.add(principal.tenant)
-        policy = policy_filter(principal, scope, now)
+        self.check_model(principal)
+        return SearchRequest(
+            text=text,
+            principal=principal,
+            scope=scope,
+            now=now,
+            top_k=top_k,
+            rerank=rerank,
+            rerank_depth=rerank_depth,
+            index=self.index_for(principal),
+            policy=policy_filter(principal, scope, now),
+        )
+
+    def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
+        """Both legs (and the native fusion where it runs) in one round trip, fused."""
         path, reason = self._path()
         leaves: dict[str, dict[str, Any]] = {}
         if path != "dense-only":
-            leaves["sparse"] = standard_retriever(text, policy)
+            leaves["sparse"] = standard_retriever(req.text, req.policy)
         if path != "bm25-only":
             t = time.perf_counter()
-            vector = self.embedder.embed_queries([text])[0]
+            vector = self.embedder.embed_queries([req.text])[0]
             timings["embed"] = _ms(t)
-            leaves["dense"] = knn_retriever(vector, policy, self.params)
-        trail: dict[str, Any] = {}
+            leaves["dense"] = knn_retriever(vector, req.policy, self.params)
         try:
-            candidates = self._retrieve(path, leaves, policy, timings, trail)
+            return self._retrieve(path, reason, leaves, req, timings)
         except CapabilityMissingError:
-            if self.fusion != "auto":
+            if self.fusion != "auto" or path != "native-rrf":
                 raise
             self._native_rrf = False
-            path, reason = "client-rrf", "auto: native rrf refused at query time, fused client-side"
-            candidates = self._retrieve(path, leaves, policy, timings, trail)
-
-        # Defence in depth: the same rules, evaluated on what came back, before any further use.
-        decisions = {}
-        for c in candidates:
-            d = authorize(principal, scope, now, c.source)
-            if not d.allowed:
-                raise PolicyViolationError(
-                    f"candidate {c.chunk_id} failed the policy re-check ({d.summary()}); "
-                    "refusing to answer",
-                    hint="the cluster-side filter and the policy rules disagree: report this",
-                )
-            decisions[c.chunk_id] = d
-
-        reranked = False
-        reranker_inputs: tuple[str, ...] = ()
-        rerank_scores: dict[str, float] = {}
-        if not rerank:
-            note = "reranking disabled for this query"
-        elif self.reranker is None:
-            note = "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
-        elif not (gate := self.reranker.covers(text))[0]:
-            trained = ", ".join(sorted(self.reranker.scripts or ()))
-            note = (
-                f"not reranked: the query is in {gate[1]} script, outside what "
-                f"{self.reranker.model_name} was trained on ({trained})"
-            )
-        else:
-            pool, tail = candidates[:rerank_depth], candidates[rerank_depth:]
-            t = time.perf_counter()
-            scores = self.reranker.score(text, [rerank_passage(c.source) for c in pool])
-            timings["rerank"] = _ms(t)
-            rerank_scores = {c.chunk_id: s for c, s in zip(pool, scores, strict=True)}
-            reranker_inputs = tuple(c.chunk_id for c in pool)
-            # The first stage's standing as a score that falls with rank (fused scores of the
-            # linear and RRF paths are on different scales; ranks are comparable).
-            standing = {c.chunk_id: -float(i) for i, c in enumerate(pool)}
-            by_id = {c.chunk_id: c for c in pool}
-            w = self.reranker.weight
-            candidates = [by_id[i] for i in fusion_mod.blend(standing, rerank_scores, w)] + tail
-            reranked = True
-            note = f"cross-encoder {self.reranker.model_name} over the fused top {len(pool)}" + (
-                f", blended with the fused order (weight {w:g})" if w < 1.0 else ""
-            )
-
-        hits = tuple(
-            Hit(
-                chunk_id=c.chunk_id,
-                doc_id=str(c.source.get("doc_id", "")),
-                index=c.index,
-                source_version=int(c.source.get("version", 0) or 0),
-                title=str(c.source.get("title", "")),
-                text=str(c.source.get("raw_chunk_text", "")),
-                sparse_rank=c.sparse_rank,
-                dense_rank=c.dense_rank,
-                sparse_score=c.sparse_score,
-                dense_score=c.dense_score,
-                fused_score=c.fused,
-                rerank_score=rerank_scores.get(c.chunk_id),
-                final_rank=i,
-                fusion_path=path,
-                authorization=decisions[c.chunk_id],
-                source=c.source,
-            )
-            for i, c in enumerate(candidates[:top_k], start=1)
-        )
-        timings["total"] = _ms(t_all)
-        response = SearchResponse(
-            query_hash=query_hash(text),
-            fusion_path=path,
-            fusion_reason=reason,
-            reranked=reranked,
-            rerank_note=note,
-            hits=hits,
-            candidates=len(decisions),
-            timings_ms=timings,
-            reranker_inputs=reranker_inputs,
-            legs={"sparse": (), "dense": (), **trail["legs"]},
-            request_digest=trail["digest"],
-        )
-        return response, text
+            reason = "auto: native rrf refused at query time, fused client-side"
+            return self._retrieve("client-rrf", reason, leaves, req, timings)
 
     def _msearch(
-        self, bodies: list[dict[str, Any]], policy: dict[str, Any], trail: dict[str, Any]
-    ) -> list[dict[str, Any]]:
+        self, bodies: list[dict[str, Any]], req: SearchRequest
+    ) -> tuple[list[dict[str, Any]], str]:
         searches: list[dict[str, Any]] = []
         for body in bodies:
-            assert_policy(body, policy)
-            searches += [{"index": self.index}, body]
-        trail["digest"] = hashlib.sha256(
-            json.dumps(searches, sort_keys=True, default=str).encode()
-        ).hexdigest()
+            assert_policy(body, req.policy)
+            searches += [{"index": req.index}, body]
+        digest = keyed_digest(
+            self.hash_key, json.dumps(searches, sort_keys=True, default=str), length=64
+        )
         try:
             resp = self.client.msearch(searches=searches)
         except Exception as exc:
@@ -374,29 +420,29 @@ class HybridSearcher:
                     f"search failed on {shards['failed']} shard(s): refusing a partial answer",
                     hint="check the cluster health (`scripts/es.sh status`)",
                 )
-        return items
+        return items, digest
 
     def _retrieve(
         self,
         path: FusionPath,
+        reason: str,
         leaves: dict[str, dict[str, Any]],
-        policy: dict[str, Any],
+        req: SearchRequest,
         timings: dict[str, float],
-        trail: dict[str, Any],
-    ) -> list[_Candidate]:
+    ) -> Retrieved:
         w = self.params.window
         names = list(leaves)
         bodies = [search_body(leaves[n], w) for n in names]
         t = time.perf_counter()
         if path == "native-rrf":
             native = search_body(rrf_retriever(list(leaves.values()), self.params), w)
-            fused_resp, *leg_resps = self._msearch([native, *bodies], policy, trail)
+            (fused_resp, *leg_resps), digest = self._msearch([native, *bodies], req)
         else:
-            leg_resps = self._msearch(bodies, policy, trail)
+            leg_resps, digest = self._msearch(bodies, req)
         timings["retrieval"] = _ms(t)
         hits = {n: r["hits"]["hits"] for n, r in zip(names, leg_resps, strict=True)}
         sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
-        trail["legs"] = {n: tuple(h["_id"] for h in hs) for n, hs in hits.items()}
+        legs = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
         by_id: dict[str, dict[str, Any]] = {}
@@ -426,9 +472,10 @@ class HybridSearcher:
         else:
             pairs = [(f.doc_id, f.score, f.ranks) for f in fused]
         timings["fusion"] = _ms(t)
-        return [
-            _Candidate(
-                chunk_id=doc,
+        candidates = [
+            Candidate(
+                key=doc,
+                chunk_id=_local(by_id[doc]),
                 index=by_id[doc]["_index"],
                 source=by_id[doc].get("_source", {}),
                 fused=score,
@@ -439,6 +486,116 @@ class HybridSearcher:
             )
             for doc, score, r in pairs
         ]
+        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **legs}, digest)
+
+
+def authorize_stage(req: SearchRequest, candidates: list[Candidate]) -> Authorized:
+    """Defence in depth: the same rules, evaluated on what came back, before any further use.
+
+    Raises PolicyViolationError naming no record when one fails (the cluster-side filter and
+    the rules disagree): the caller, the error hook and a trace learn nothing about it.
+    """
+    decisions: dict[str, AuthorizationDecision] = {}
+    for c in candidates:
+        d = authorize(req.principal, req.scope, req.now, c.source)
+        if not d.allowed or c.source.get("tenant") != req.principal.tenant:
+            log.debug("policy re-check failed for %s: %s", c.key, d.summary())
+            raise PolicyViolationError(
+                REFUSED_ANSWER,
+                hint="the cluster-side filter and the policy rules disagree: report this",
+            )
+        decisions[c.key] = d
+    return Authorized(candidates, decisions)
+
+
+def rerank_stage(
+    req: SearchRequest,
+    authorized: Authorized,
+    reranker: Reranker | None,
+    timings: dict[str, float],
+) -> Reranked:
+    """The cross-encoder over the fused head (``rerank_depth``); the rest of the fused list
+    follows the reranked head. Says in ``note`` why it did not rerank, when it did not."""
+    candidates = authorized.candidates
+    if not req.rerank:
+        return Reranked(candidates, {}, (), False, "reranking disabled for this query")
+    if reranker is None:
+        return Reranked(
+            candidates, {}, (), False, "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
+        )
+    covered, script = reranker.covers(req.text)
+    if not covered:
+        trained = ", ".join(sorted(reranker.scripts or ()))
+        note = (
+            f"not reranked: the query is in {script} script, outside what "
+            f"{reranker.model_name} was trained on ({trained})"
+        )
+        return Reranked(candidates, {}, (), False, note)
+    pool, tail = candidates[: req.rerank_depth], candidates[req.rerank_depth :]
+    t = time.perf_counter()
+    scores = reranker.score(req.text, [rerank_passage(c.source) for c in pool])
+    timings["rerank"] = _ms(t)
+    by_key = {c.key: s for c, s in zip(pool, scores, strict=True)}
+    # The first stage's standing as a score that falls with rank (fused scores of the linear
+    # and RRF paths are on different scales; ranks are comparable).
+    standing = {c.key: -float(i) for i, c in enumerate(pool)}
+    by_id = {c.key: c for c in pool}
+    w = reranker.weight
+    ordered = [by_id[k] for k in fusion_mod.blend(standing, by_key, w)] + tail
+    note = f"cross-encoder {reranker.model_name} over the fused top {len(pool)}" + (
+        f", blended with the fused order (weight {w:g})" if w < 1.0 else ""
+    )
+    return Reranked(ordered, by_key, tuple(c.chunk_id for c in pool), True, note)
+
+
+def assemble(
+    req: SearchRequest,
+    retrieved: Retrieved,
+    authorized: Authorized,
+    reranked: Reranked,
+    timings: dict[str, float],
+    hash_key: bytes,
+) -> SearchResponse:
+    """The response: the top ``top_k`` hits with provenance, the legs and the audit fields."""
+    hits = tuple(
+        Hit(
+            chunk_id=c.chunk_id,
+            doc_id=str(c.source.get("doc_id", "")),
+            index=c.index,
+            source_version=int(c.source.get("version", 0) or 0),
+            title=str(c.source.get("title", "")),
+            text=str(c.source.get("raw_chunk_text", "")),
+            sparse_rank=c.sparse_rank,
+            dense_rank=c.dense_rank,
+            sparse_score=c.sparse_score,
+            dense_score=c.dense_score,
+            fused_score=c.fused,
+            rerank_score=reranked.scores.get(c.key),
+            final_rank=i,
+            fusion_path=retrieved.path,
+            authorization=authorized.decisions[c.key],
+            source=c.source,
+        )
+        for i, c in enumerate(reranked.candidates[: req.top_k], start=1)
+    )
+    return SearchResponse(
+        query_hash=keyed_digest(hash_key, req.text),
+        fusion_path=retrieved.path,
+        fusion_reason=retrieved.reason,
+        reranked=reranked.reranked,
+        rerank_note=reranked.note,
+        hits=hits,
+        candidates=len(authorized.decisions),
+        timings_ms=timings,
+        reranker_inputs=reranked.inputs,
+        legs=retrieved.legs,
+        request_digest=retrieved.digest,
+    )
+
+
+def _local(hit: dict[str, Any]) -> str:
+    """A returned chunk's tenant-local id (the stored ``chunk_id``, else from its key)."""
+    return str(hit.get("_source", {}).get("chunk_id") or local_chunk_id(hit["_id"]))
 
 
 def _notify(hook: Callable[..., None], *args: Any) -> None:

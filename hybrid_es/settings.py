@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from hybrid_es.tenancy import IndexLayout, TenancyMode
 
 DEFAULT_CHUNKS_INDEX = "hybrid-es-chunks"
 DEFAULT_PACKETS_INDEX = "hybrid-es-packets"
@@ -44,6 +46,25 @@ class Settings(BaseSettings):
     trace_query_text: bool = False
     """Store the raw query text in traces (off: traces keep only its hash)."""
     packet_ttl_minutes: float = Field(default=10.0, gt=0)
+    tenancy: TenancyMode = "index-per-tenant"
+    """``index-per-tenant`` (a chunks index per tenant: no score side channel) or ``shared``."""
+    default_acl: Literal["none", "everyone"] = "none"
+    """ACL of a document that names none: ``none`` (fail closed: visible to nobody until an ACL
+    is set; the production setting) or ``everyone`` (every user of its tenant)."""
+    trace_hash_key: SecretStr | None = None
+    """Key of the HMAC that traces keep instead of query text. Set one per deployment so that
+    equal queries group across processes; unset, each process draws a random key. Without a
+    key, a guessed query could be confirmed by hashing it."""
+
+    def layout(self) -> IndexLayout:
+        """The index names of this deployment, by tenancy mode."""
+        return IndexLayout(
+            chunks=self.chunks_index,
+            packets=self.packets_index,
+            traces=self.traces_index,
+            corpus_state=self.corpus_state_index,
+            mode=self.tenancy,
+        )
 
     def redacted_url(self) -> str:
         """The URL without any user:password part, safe for messages and logs."""

@@ -1,7 +1,8 @@
 """Query and packet traces: pure document builders, and a background writer for the traces index.
 
-A trace says what one search or packet operation did: who asked (tenant, principal), a hash of the
-query (the raw text only when the operator opts in with ``HYBRID_ES_TRACE_QUERY_TEXT=true``), the
+A trace says what one search or packet operation did: who asked (tenant, principal), a keyed hash
+of the query (``hybrid_es.hashing``; the raw text only when the operator opts in with
+``HYBRID_ES_TRACE_QUERY_TEXT=true``), the
 fusion path, per-stage latencies, every returned hit with its provenance and authorization, the
 packet verdict, and the error if there was one. Documents follow
 ``es_templates/component/hybrid-es-trace-mappings.json`` (``dynamic: strict``).
@@ -11,6 +12,9 @@ Two rules shape this module:
 - **Only what the caller was allowed to see.** A search trace is built from the response's hits
   alone; a response never holds an out-of-scope record, and the builder adds nothing from
   elsewhere. Error text is scrubbed of credentials before it is stored.
+- **No trace for a refused request.** A request refused before retrieval (a bad query, a tenant
+  with no corpus, credentials the cluster rejects) writes nothing under the name it claimed; the
+  writer counts it (``TraceWriterStats.refused``) by kind.
 - **Tracing never slows or fails the caller.** ``TraceWriter.submit`` puts the document on a
   bounded queue and returns; a daemon thread writes batches with the bulk helper. A full queue, a
   refused item or an unreachable cluster is counted as a drop, never raised.
@@ -34,16 +38,24 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from elasticsearch import Elasticsearch, helpers
 
-from hybrid_es.errors import BadQueryError, HybridEsError
+from hybrid_es.errors import (
+    AuthenticationError,
+    BadQueryError,
+    HybridEsError,
+    UnknownTenantError,
+)
+from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.models import Hit, Principal, SearchResponse
 from hybrid_es.queries import clean_query
-from hybrid_es.searcher import query_hash
+
+REFUSED = (BadQueryError, UnknownTenantError, AuthenticationError)
+"""Errors that refuse a request before (or instead of) retrieval: counted, never traced."""
 
 log = logging.getLogger(__name__)
 
@@ -306,6 +318,8 @@ class TraceWriterStats:
     errors: int = 0
     queued: int = 0
     last_error: str | None = None
+    refused: dict[str, int] = field(default_factory=dict)
+    """Refused requests by error type: counted here instead of traced."""
 
 
 @dataclass
@@ -345,6 +359,7 @@ class TraceWriter:
         self._queue: queue.Queue[dict[str, Any] | _Control] = queue.Queue(maxsize=max_queue)
         self._lock = threading.Lock()
         self._written = self._dropped = self._errors = 0
+        self._refused: dict[str, int] = {}
         self._last_error: str | None = None
         self._last_log = -math.inf
         self._closed = False
@@ -366,6 +381,11 @@ class TraceWriter:
         self._count(dropped=1)
         return False
 
+    def count_refused(self, kind: str) -> None:
+        """Count a refused request (no trace is written for it)."""
+        with self._lock:
+            self._refused[kind] = self._refused.get(kind, 0) + 1
+
     def record_error(self, error: BaseException | str) -> None:
         """Count a trace that could not be built (the hook calls this instead of raising)."""
         self._count(errors=1, dropped=1, last=_error_text(error)[0])
@@ -378,6 +398,7 @@ class TraceWriter:
                 errors=self._errors,
                 queued=self._queue.qsize(),
                 last_error=self._last_error,
+                refused=dict(self._refused),
             )
 
     def flush(self, timeout: float = 10.0) -> bool:
@@ -528,10 +549,12 @@ class SearchTracer:
         *,
         query_text: bool = False,
         clock: Callable[[], datetime] = _utcnow,
+        hash_key: bytes = PROCESS_KEY,
     ) -> None:
         self.writer = writer
         self.query_text = query_text
         self._clock = clock
+        self.hash_key = hash_key
 
     def __call__(
         self, principal: Principal, response: SearchResponse, query: str | None = None
@@ -558,11 +581,15 @@ class SearchTracer:
         error: BaseException,
         timings_ms: Mapping[str, float] | None = None,
     ) -> None:
-        """Trace a failed search. ``query`` is the caller's raw input (any type)."""
+        """Trace a failed search. ``query`` is the caller's raw input (any type). A refused
+        request (:data:`REFUSED`) is counted, not traced: its tenant is only a claim."""
+        if isinstance(error, REFUSED):
+            self.writer.count_refused(type(error).__name__)
+            return
         self._submit(
             lambda: search_error_trace(
                 principal,
-                query_hash=_hash_any(query),
+                query_hash=_hash_any(query, self.hash_key),
                 error=error,
                 now=self._clock(),
                 timings_ms=timings_ms,
@@ -612,22 +639,27 @@ class SearchTracer:
             self.writer.record_error(exc)
 
 
-def _hash_any(query: object) -> str:
+def _hash_any(query: object, key: bytes) -> str:
     # Hash what the searcher would have hashed, so a failing query groups with its successes.
     if not isinstance(query, str):
-        return query_hash(f"<{type(query).__name__}>")
+        return keyed_digest(key, f"<{type(query).__name__}>")
     try:
-        return query_hash(clean_query(query))
+        return keyed_digest(key, clean_query(query))
     except BadQueryError:
-        return query_hash(query.encode("utf-8", "replace").decode("utf-8"))
+        return keyed_digest(key, query.encode("utf-8", "replace").decode("utf-8"))
 
 
 def search_hook(
-    writer: TraceWriter, *, query_text: bool = False, clock: Callable[[], datetime] = _utcnow
+    writer: TraceWriter,
+    *,
+    query_text: bool = False,
+    clock: Callable[[], datetime] = _utcnow,
+    hash_key: bytes = PROCESS_KEY,
 ) -> SearchTracer:
     """The ``on_response`` hook for :class:`~hybrid_es.searcher.HybridSearcher` (and, through
-    ``.on_error``, its error hook). ``query_text`` comes from ``Settings.trace_query_text``."""
-    return SearchTracer(writer, query_text=query_text, clock=clock)
+    ``.on_error``, its error hook). ``query_text`` comes from ``Settings.trace_query_text``;
+    ``hash_key`` must be the searcher's, so failures group with successes."""
+    return SearchTracer(writer, query_text=query_text, clock=clock, hash_key=hash_key)
 
 
 def packet_hook(

@@ -67,8 +67,9 @@ from hybrid_es.cookbook import Codebase, load_codebase
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
+from hybrid_es.identity import chunk_key
 from hybrid_es.indexer import Ingestor, IngestReport, chunk_id
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import EVERYONE, Principal, RequestScope
 from hybrid_es.policy import policy_filter
 from hybrid_es.queries import RetrievalParams, knn_retriever, search_body
 from hybrid_es.reranker import CrossEncoderReranker
@@ -136,8 +137,9 @@ def ingest_codebase(
         corpus_state=CorpusState(client, state),
         contextualizer=ctx,
         chunker=lambda doc: cb.chunks[doc.id],
+        default_acl=(EVERYONE,),
     )
-    return ing.ingest(cb.docs), emb, ctx
+    return ing.ingest(cb.docs, PRINCIPAL), emb, ctx
 
 
 def pass_at(ranked: list[str], golden: set[str], k: int) -> float:
@@ -153,7 +155,7 @@ def dense_run(
     for v in vectors:
         body = search_body(knn_retriever(v, policy, params), max(KS))
         resp = client.search(index=index, **body)
-        out.append([h["_id"] for h in resp["hits"]["hits"]])
+        out.append([h["_source"]["chunk_id"] for h in resp["hits"]["hits"]])
     return out
 
 
@@ -212,7 +214,9 @@ def codebase_part(
         "header_calls": ctx.documents,
     }
     sample = client.search(
-        index=ctx_index, size=1, query={"ids": {"values": [chunk_id("doc_1", 1, 2)]}}
+        index=ctx_index,
+        size=1,
+        query={"ids": {"values": [chunk_key(PRINCIPAL.tenant, chunk_id("doc_1", 1, 2))]}},
     )
     header_example = (
         sample["hits"]["hits"][0]["_source"]["context_header"] if sample["hits"]["hits"] else ""
@@ -297,9 +301,14 @@ def scifact_part(
         emb = MeteredEmbedder(embedder)
         ctx = CountingContextualizer(ExtractiveContextualizer())
         ing = Ingestor(
-            client, emb, index=index, corpus_state=CorpusState(client, state), contextualizer=ctx
+            client,
+            emb,
+            index=index,
+            corpus_state=CorpusState(client, state),
+            contextualizer=ctx,
+            default_acl=(EVERYONE,),
         )
-        rep = ing.ingest(batch)
+        rep = ing.ingest(batch, Principal(tenant="bench-scifact", user_id="bench"))
         runs[name] = {
             "seconds": round(rep.seconds, 1),
             "documents": rep.documents,

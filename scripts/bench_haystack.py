@@ -80,6 +80,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
 logging.getLogger("sentence_transformers.util.decorators").setLevel(logging.ERROR)
 
+EVAL_TENANT = "eval"
+"""The tenant hybrid-es evaluation collections are ingested for (``hybrid_es.collection``): its
+chunks are stored under ``<tenant>::<chunk id>`` (``hybrid_es.identity``)."""
+
 STAGES = ("text_embedder", "bm25", "dense", "joiner", "ranker", "pipeline")
 """Reported latency stages: each component's run, then the whole ``Pipeline.run``."""
 
@@ -211,13 +215,16 @@ def with_vectors(client: Any, source_index: str, documents: list[Any]) -> list[A
     out = []
     for i in range(0, len(documents), 500):
         part = documents[i : i + 500]
+        # Our chunks are stored under the evaluation tenant's keys (hybrid_es.identity).
         resp = client.mget(
             index=source_index,
-            ids=[d.id for d in part],
+            ids=[f"{EVAL_TENANT}::{d.id}" for d in part],
             source_includes=["embedding", "search_payload"],
         )
         found = {
-            d["_id"]: d["_source"] for d in resp["docs"] if d.get("found") and d.get("_source")
+            d["_id"].split("::", 1)[1]: d["_source"]
+            for d in resp["docs"]
+            if d.get("found") and d.get("_source")
         }
         for d in part:
             src = found.get(d.id)

@@ -32,11 +32,12 @@ from hybrid_es.client import make_client
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.documents import Document
 from hybrid_es.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import EVERYONE, Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from hybrid_es.tenancy import IndexLayout
 
 MAX_OPS = 100_000
 TENANTS = ("load-A", "load-B", "load-C")
@@ -95,7 +96,9 @@ def main() -> int:
     )
     emb = _embedder(args.embedder)
     state = CorpusState(client, state_index)
-    ing = Ingestor(client, emb, index=index, corpus_state=state)
+    layout = IndexLayout(chunks=index, packets=packets, corpus_state=state_index, mode=s.tenancy)
+    # Synthetic records with no ACL of their own: every user of the tenant may read them.
+    ing = Ingestor(client, emb, layout=layout, corpus_state=state, default_acl=(EVERYONE,))
     rnd = random.Random(7)
     docs = [
         Document(
@@ -108,9 +111,10 @@ def main() -> int:
         for i in range(args.docs_per_tenant)
     ]
     t0 = time.perf_counter()
-    ing.ingest(docs)
+    for t in TENANTS:
+        ing.ingest([d for d in docs if d.tenant == t], Principal(tenant=t, user_id="loader"))
     setup_s = time.perf_counter() - t0
-    searcher = HybridSearcher(client, emb, index=index, corpus_state_index=state_index)
+    searcher = HybridSearcher(client, emb, layout=layout)
     service = PacketService(searcher, PacketStore(client, packets))
     pids = {}
     for t in TENANTS:
@@ -147,7 +151,7 @@ def main() -> int:
                         with lock:
                             leaks.extend(bad)
                 elif op == "packet_validate":
-                    service.validate(pids[tenant], p)
+                    service.validate(pids[tenant], p, scope=RequestScope())
                 else:
                     ing.ingest(
                         [
@@ -157,7 +161,7 @@ def main() -> int:
                                 body=f"{r.choice(TOPICS)} update {n}",
                             )
                         ],
-                        refresh=False,
+                        p,
                     )
             except Exception as exc:
                 with lock:
@@ -173,7 +177,7 @@ def main() -> int:
     for th in threads:
         th.join()
     wall = time.perf_counter() - started
-    client.indices.delete(index=f"{index},{state_index},{packets}", ignore_unavailable=True)
+    client.indices.delete(index=f"{index}*,{state_index},{packets}", ignore_unavailable=True)
 
     rows = {
         op: {

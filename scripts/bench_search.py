@@ -225,7 +225,7 @@ def ingest(
         disable=args.json,
     ) as bar:
         task = bar.add_task("docs", total=len(docs), index=args.index)
-        report = ingestor.ingest(docs, progress=lambda n: bar.advance(task, n))
+        report = ingestor.ingest(docs, PRINCIPAL, progress=lambda n: bar.advance(task, n))
     seconds = time.perf_counter() - t0
     count = int(client.count(index=args.index).body["count"])
     return {

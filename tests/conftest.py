@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hybrid_es.documents import Document
+from hybrid_es.models import Principal
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -19,14 +20,53 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+TRAVEL_FILES = ("travel.jsonl", "travel-demo-B.jsonl")
+"""The travel-copilot fixture: tenant demo-A's documents, and tenant demo-B's (one per file,
+because every ingest writes for one tenant)."""
+
+
 def travel_documents(*ids: str) -> list[Document]:
-    """The travel-copilot fixture (tests/fixtures/travel.jsonl), optionally only some ids."""
+    """The travel-copilot fixture (both tenants' files), optionally only some ids."""
     docs = [
         Document.model_validate(json.loads(line))
-        for line in (FIXTURES / "travel.jsonl").read_text(encoding="utf-8").splitlines()
+        for name in TRAVEL_FILES
+        for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
     return [d for d in docs if not ids or d.id in ids]
+
+
+def owner(tenant: str) -> Principal:
+    """The writer principal of a tenant in tests (ingest takes the caller's principal)."""
+    return Principal(tenant=tenant, user_id="ingest")
+
+
+def ingest_as_owners(ingestor, docs, **kwargs):  # type: ignore[no-untyped-def]
+    """Ingest documents of several tenants, each tenant's as that tenant (one run per tenant),
+    and merge the reports (counts added, watermarks and failures joined)."""
+    from hybrid_es.indexer import IngestReport
+
+    merged = IngestReport()
+    by_tenant: dict[str, list[Document]] = {}
+    for d in docs:
+        by_tenant.setdefault(d.tenant, []).append(d)
+    for tenant, group in by_tenant.items():
+        rep = ingestor.ingest(group, owner(tenant), **kwargs)
+        for name in (
+            "documents",
+            "chunks",
+            "skipped_unchanged",
+            "superseded",
+            "removed_chunks",
+            "embedded",
+            "default_acl",
+        ):
+            setattr(merged, name, getattr(merged, name) + getattr(rep, name))
+        merged.failed += rep.failed
+        merged.failed_documents += rep.failed_documents
+        merged.watermarks.update(rep.watermarks)
+        merged.seconds += rep.seconds
+    return merged
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +121,25 @@ def fresh_indices(es, bootstrapped, settings) -> Iterator[dict[str, str]]:  # ty
         es.indices.create(index=n)
     yield names
     es.indices.delete(index=",".join(names.values()), ignore_unavailable=True)
+
+
+@pytest.fixture
+def wire(settings):  # type: ignore[no-untyped-def]
+    """A client whose every request is recorded as sent on the wire: ``(client, log)``, where
+    ``log`` is a list of ``(method, path, body bytes)``. For tests about what reaches the
+    cluster, captured at the transport rather than reconstructed from our own bookkeeping."""
+    from elastic_transport import Urllib3HttpNode
+
+    from hybrid_es.client import make_client
+
+    log: list[tuple[str, str, bytes]] = []
+
+    class RecordingNode(Urllib3HttpNode):
+        def perform_request(self, method, target, body=None, headers=None, **kw):  # type: ignore[no-untyped-def]
+            log.append((method, target, bytes(body or b"")))
+            return super().perform_request(method, target, body=body, headers=headers, **kw)
+
+    return make_client(settings, node_class=RecordingNode), log
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,12 @@
 """Looking up a packet's dependencies now: the I/O half of revalidation.
 
 Member records are read by id with only their policy fields, version and hash (never their text),
-and judged for the current caller by the same policy rules the search filter uses. Any failure to
-look something up becomes ``Observations(unavailable=...)``: never an automatic hit.
+and judged for the current caller by the same policy rules the search filter uses. They are read
+by their stored keys under the packet's tenant, so nothing of another tenant can be reached. Any
+failure to look something up, including one member's lookup failing, becomes
+``Observations(unavailable=...)``: an error is not evidence of change, and never a hit. A writer
+run that is pending for the tenant (``corpus_state``) means the evidence may be changing right
+now: that too is ``unavailable``.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from datetime import datetime
 from elasticsearch import Elasticsearch
 
 from hybrid_es.corpus_state import CorpusState
-from hybrid_es.errors import EngineUnavailableError, HybridEsError, translate_es_error
+from hybrid_es.errors import HybridEsError, error_reason, translate_es_error
+from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest
 from hybrid_es.packets.verdict import MemberState, Observations
@@ -46,23 +51,31 @@ def observe(
     caller: Principal,
     now: datetime,
 ) -> Observations:
+    keys = {m.chunk_id: chunk_key(manifest.tenant, m.chunk_id) for m in manifest.members}
     try:
-        resp = client.mget(
-            index=chunks_index, ids=[m.chunk_id for m in manifest.members], source_includes=_FIELDS
-        )
+        state = corpus_state.read(manifest.tenant)
+        resp = client.mget(index=chunks_index, ids=list(keys.values()), source_includes=_FIELDS)
         docs = {d["_id"]: d for d in resp["docs"]}
-        watermark = corpus_state.watermark(manifest.tenant)
-    except EngineUnavailableError as exc:
-        return Observations(unavailable=exc.message)
     except HybridEsError as exc:
         return Observations(unavailable=exc.message)
     except Exception as exc:
         err = translate_es_error(exc, what="revalidating a packet")
         return Observations(unavailable=err.message)
+    failed = [d for d in docs.values() if "error" in d]
+    if failed:
+        return Observations(
+            unavailable=f"{len(failed)} member lookup(s) failed: {error_reason(failed[0])}"
+        )
+    if state.pending:
+        return Observations(
+            unavailable=f"{len(state.pending)} ingest run(s) for the tenant are in progress or "
+            "were interrupted: the evidence may be changing"
+        )
+    watermark = state.watermark
     states = []
     scope = manifest.query_scope.scope
     for m in manifest.members:
-        d = docs.get(m.chunk_id, {})
+        d = docs.get(keys[m.chunk_id], {})
         if not d.get("found"):
             states.append(MemberState(chunk_id=m.chunk_id, exists=False))
             continue

@@ -2,7 +2,11 @@
 
 Sections come in a deliberate order (the packet's section order: binding terms before supporting
 notes before background). Each passage carries its source id and version as a citation anchor and
-sits inside an untrusted-data wrapper: retrieved text is data, never instructions. A token budget
+sits inside an untrusted-data wrapper: retrieved text is data, never instructions. Everything
+that comes from a record (the passage, and the source id and title in the wrapper's attributes)
+is escaped as XML with the standard library's ``xml.sax.saxutils``: ``&``, ``<`` and ``>`` in
+text, and quotes in attributes too, so no record, whatever its case or spacing (``</Document>``,
+``</document >``, ``brk"></document>``), can close its wrapper or open a new one. A token budget
 bounds the context; what was cut is reported, because unchecked growth recreates the
 long-context problem inside the packet.
 """
@@ -10,6 +14,7 @@ long-context problem inside the packet.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,9 +37,13 @@ class Rendered(BaseModel):
     unresolved: tuple[str, ...]
 
 
-def _escape(text: str) -> str:
-    # A passage must not be able to close its own wrapper and speak outside it.
-    return text.replace("</document", "&lt;/document").replace("<document", "&lt;document")
+def _text(value: str) -> str:
+    return escape(value)
+
+
+def _attr(value: str) -> str:
+    """An attribute value, double-quoted, with every character that could end it escaped."""
+    return '"' + escape(value, {'"': "&quot;", "'": "&apos;", "\n": "&#10;", "\r": "&#13;"}) + '"'
 
 
 def render(
@@ -75,8 +84,8 @@ def render(
                 continue
             anchor = f"{m.source_id}@v{m.version}"
             block = (
-                f'<document source="{m.source_id}" version="{m.version}" '
-                f'cite="[{anchor}]" trust="untrusted">\n{_escape(text)}\n</document>'
+                f"<document source={_attr(m.source_id)} version={_attr(str(m.version))} "
+                f'cite={_attr(f"[{anchor}]")} trust="untrusted">\n{_text(text)}\n</document>'
             )
             cost = count(block) + (0 if section_started else count(title))
             if used + cost > budget_tokens:

@@ -1,11 +1,31 @@
 """The packet flow: build after retrieval, revalidate before every reuse, refresh, render, release.
 
+Who may do what. A packet is the working set of the principal who built it (its *owner*) for one
+case; it is stored under the owner's tenant and user id (``identity.packet_key``):
+
+| operation | who | anyone else |
+|---|---|---|
+| build | any principal; the builder owns the packet (and its next versions) | - |
+| show, validate, render, release check | the owner | "no packet": as if it did not exist |
+| refresh (writes the next version) | the owner | "no packet" |
+| revoke | automatic: the owner's own revalidation finds a member no longer admitted | never |
+
+So no one can read, reuse, refresh, supersede or revoke a packet of another user or tenant, and
+case ids are a namespace per owner: two users (or tenants) each have their own
+``JPN-2026-0417-packet-v1``. An owner whose grants shrank gets ``deny`` (for themselves; the
+members they may no longer see are named for discarding, from their own packet only).
+
+Every reuse decision takes the follow-up's request scope: a question about other dates, another
+booking or another source type does not reuse the packet. ``render`` revalidates, assembles the
+context and then runs the release check again: context is released only on ``reuse`` twice.
+
 Each operation is timed and counted (``PacketMetrics``) and reported through ``on_event`` (the
 trace writer), so reuse rate and packet build p50/p95 can be shown.
 """
 
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from collections.abc import Callable
@@ -16,8 +36,13 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from hybrid_es.corpus_state import CorpusState
-from hybrid_es.errors import BadQueryError, PacketError, PacketNotFoundError, translate_es_error
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.errors import (
+    BadQueryError,
+    ManifestConflictError,
+    translate_es_error,
+)
+from hybrid_es.identity import chunk_key
+from hybrid_es.models import Principal, RequestScope, check_id
 from hybrid_es.packets.manifest import (
     Manifest,
     Member,
@@ -31,6 +56,8 @@ from hybrid_es.packets.store import PacketStore, Stored
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
 from hybrid_es.policy import POLICY_VERSION, policy_filter
 from hybrid_es.searcher import HybridSearcher
+
+log = logging.getLogger(__name__)
 
 # Deliberate order: the case's own records, then binding terms, then qualifying evidence, then
 # background. Unknown source types land in "supporting".
@@ -85,6 +112,8 @@ class PacketMetrics:
 
 
 class PacketService:
+    """Evidence packets for cases, over one searcher (its chunks indices) and one store."""
+
     def __init__(
         self,
         searcher: HybridSearcher,
@@ -98,7 +127,6 @@ class PacketService:
         self.searcher = searcher
         self.store = store
         self.client: Elasticsearch = searcher.client
-        self.chunks_index = searcher.index
         self.corpus_state = corpus_state or searcher.corpus_state
         self.ttl = ttl
         self.max_members = max_members
@@ -116,6 +144,8 @@ class PacketService:
         now: datetime,
         unresolved: tuple[str, ...],
     ) -> Manifest:
+        # The watermark is read before the search: a change that lands in between moves it, so
+        # the packet can only ever record a watermark older than what it saw.
         watermark = self.corpus_state.watermark(principal.tenant)
         resp = self.searcher.search(qs.query, principal, qs.scope, top_k=self.max_members, now=now)
         members = tuple(
@@ -165,67 +195,103 @@ class PacketService:
         unresolved: tuple[str, ...] = (),
         now: datetime | None = None,
     ) -> Stored:
-        """Retrieve and store the case's packet: version 1, or the next version (superseding
-        the latest) when the case already has one."""
-        if not case_id.strip():
-            raise BadQueryError("a packet needs a case id, e.g. JPN-2026-0417")
+        """Retrieve and store the caller's packet for a case: version 1, or the next version of
+        the caller's own chain for that case (superseding the latest).
+
+        Raises BadQueryError for a bad case id, ManifestConflictError when a concurrent build
+        wrote the same version first (the message names it).
+        """
+        try:
+            check_id(case_id, "case id")
+        except ValueError as exc:
+            raise BadQueryError(f"{exc} (e.g. JPN-2026-0417)") from exc
         now = now or datetime.now(UTC)
         t = time.perf_counter()
-        try:
-            previous: Stored | None = self.store.latest(case_id, principal.tenant)
-        except PacketNotFoundError:
-            previous = None
+        previous = self.store.latest(principal, case_id)
         version = previous.manifest.packet_version + 1 if previous else 1
         qs = QueryScope(label=label, query=query, scope=scope)
         manifest = self._assemble(case_id, version, qs, principal, now, unresolved)
-        stored = (
-            self.store.supersede(previous, manifest) if previous else self.store.create(manifest)
-        )
+        stored = self._commit(previous, manifest)
         self._done("packet_build", t, principal, manifest.packet_id, None, ())
         return stored
 
     def refresh(self, pid: str, principal: Principal, *, now: datetime | None = None) -> Stored:
-        """Re-run retrieval for the same query scope and write the next version.
+        """Re-run retrieval for the same query scope and write the next version (owner only).
 
-        Raises ManifestConflictError when a concurrent refresh already wrote that version.
+        Raises PacketNotFoundError when ``pid`` is not the caller's packet, and
+        ManifestConflictError when it is no longer the current version (a concurrent refresh
+        won): the message names the version that is current.
         """
         now = now or datetime.now(UTC)
         t = time.perf_counter()
-        old = self.store.get(pid)
-        if old.manifest.tenant != principal.tenant:
-            raise PacketError(f"packet {pid} belongs to another tenant")
+        old = self.store.get(principal, pid)
+        newer = self.store.successor(principal, old.manifest)
+        if newer is not None:
+            raise ManifestConflictError(
+                f"packet {pid} was already refreshed; {newer} is the next version",
+                hint=f"revalidate {newer} (or the latest version of the case) instead",
+            )
         m = old.manifest
         new = self._assemble(
             m.case_id, m.packet_version + 1, m.query_scope, principal, now, m.unresolved
         )
-        stored = self.store.supersede(old, new)
+        stored = self._commit(old, new)
         self._done("packet_build", t, principal, new.packet_id, None, (f"refresh of {pid}",))
         return stored
 
-    # -- revalidate, render, release ----------------------------------------------------------
+    def _commit(self, previous: Stored | None, manifest: Manifest) -> Stored:
+        """Create ``manifest`` (the one atomic step), then mark ``previous`` superseded.
+
+        The mark is for readers of the index only: verdicts read the chain itself, so a process
+        that dies between the two writes leaves exactly one current version all the same.
+        """
+        stored = self.store.create(manifest)
+        if previous is not None and previous.manifest.status == "active":
+            try:
+                self.store.mark(previous, status="superseded", superseded_by=manifest.packet_id)
+            except Exception:
+                log.warning(
+                    "could not mark %s superseded; verdicts read the chain",
+                    previous.manifest.packet_id,
+                )
+        return stored
+
+    # -- read, revalidate, render, release ----------------------------------------------------
+
+    def show(
+        self, pid: str, principal: Principal, *, now: datetime | None = None
+    ) -> tuple[Manifest, int]:
+        """The caller's manifest, with the members the caller may no longer see left out (and
+        counted). Raises PacketNotFoundError when ``pid`` is not the caller's packet."""
+        now = now or datetime.now(UTC)
+        m = self.store.get(principal, pid).manifest
+        observed = self._observe(m, principal, now)
+        visible = {s.chunk_id for s in observed.members if s.authorized and s.exists}
+        kept = tuple(x for x in m.members if x.chunk_id in visible)
+        return m.model_copy(update={"members": kept}), len(m.members) - len(kept)
 
     def validate(
         self,
         pid: str,
         principal: Principal,
         *,
+        scope: RequestScope,
         now: datetime | None = None,
-        query_scope: QueryScope | None = None,
         observed: Observations | None = None,
     ) -> Verdict:
-        """Revalidate a packet for ``principal``; a deny marks the packet revoked."""
+        """Revalidate the caller's packet for a follow-up about ``scope``. A deny of the owner's
+        own packet (their grants no longer admit a member) marks it revoked. Raises
+        PacketNotFoundError when ``pid`` is not the caller's packet; never raises for a
+        dependency that cannot be checked (that is the verdict ``unverified``)."""
         now = now or datetime.now(UTC)
         t = time.perf_counter()
-        stored = self.store.get(pid)
-        verdict = self.check(
-            stored.manifest, principal, now=now, query_scope=query_scope, observed=observed
-        )
-        if (
-            verdict.kind == "deny"
-            and stored.manifest.tenant == principal.tenant
-            and stored.manifest.status == "active"
-        ):
-            self.store.mark(stored, status="revoked")
+        stored = self.store.get(principal, pid)
+        verdict = self.check(stored.manifest, principal, scope=scope, now=now, observed=observed)
+        if verdict.kind == "deny" and stored.manifest.status == "active":
+            try:
+                self.store.mark(stored, status="revoked")
+            except Exception:  # the verdict stands; the mark is repeated on the next deny
+                log.warning("could not mark packet %s revoked", pid)
         self._done("packet_validate", t, principal, pid, verdict.kind, verdict.reasons)
         return verdict
 
@@ -234,68 +300,88 @@ class PacketService:
         manifest: Manifest,
         principal: Principal,
         *,
+        scope: RequestScope,
         now: datetime,
-        query_scope: QueryScope | None = None,
         observed: Observations | None = None,
     ) -> Verdict:
         """Revalidate an already-read manifest (lookups here, decision in ``revalidate``)."""
-        if manifest.status != "active" and manifest.tenant == principal.tenant:
-            return Verdict(
-                kind="refresh_required" if manifest.status == "superseded" else "deny",
-                reasons=(
-                    f"packet is {manifest.status}"
-                    + (f" by {manifest.superseded_by}" if manifest.superseded_by else ""),
-                ),
-            )
+        if manifest.tenant != principal.tenant or manifest.principal_id != principal.user_id:
+            return revalidate(manifest, principal, now, Observations(), scope=scope)
+        if manifest.status == "revoked":
+            return Verdict(kind="deny", reasons=("packet is revoked",))
+        try:
+            newer = self.store.successor(principal, manifest)
+        except Exception as exc:
+            observed = Observations(unavailable=translate_es_error(exc).message)
+        else:
+            if newer is not None:
+                return Verdict(kind="refresh_required", reasons=(f"superseded by {newer}",))
         if observed is None:
-            observed = observe(
-                self.client, self.chunks_index, self.corpus_state, manifest, principal, now
-            )
-        return revalidate(manifest, principal, now, observed, query_scope=query_scope)
+            observed = self._observe(manifest, principal, now)
+        return revalidate(manifest, principal, now, observed, scope=scope)
+
+    def _observe(self, manifest: Manifest, principal: Principal, now: datetime) -> Observations:
+        index = self.searcher.layout.chunks_for(manifest.tenant)
+        return observe(self.client, index, self.corpus_state, manifest, principal, now)
 
     def render(
         self,
         pid: str,
         principal: Principal,
         *,
+        scope: RequestScope,
         now: datetime | None = None,
         budget_tokens: int = 2000,
     ) -> tuple[Verdict, Rendered | None]:
-        """Render only after a ``reuse`` verdict; passages are read now through the policy
-        filter and kept only when their hash still matches the manifest."""
+        """The packet as model context for a follow-up about ``scope``, or None.
+
+        Revalidates first; passages are then read through the policy filter and kept only when
+        their hash still matches; then the release check revalidates again, and the context is
+        returned only when both verdicts are ``reuse``.
+        """
         now = now or datetime.now(UTC)
-        verdict = self.validate(pid, principal, now=now)
+        verdict = self.validate(pid, principal, scope=scope, now=now)
         if not verdict.releasable:
             return verdict, None
-        manifest = self.store.get(pid).manifest
-        return verdict, render(
+        manifest = self.store.get(principal, pid).manifest
+        rendered = render(
             manifest, self._passages(manifest, principal, now), budget_tokens=budget_tokens
         )
+        released = self.release_check(pid, principal, scope=scope, now=now)
+        if not released.releasable:
+            return released, None
+        return released, rendered
 
     def _passages(self, manifest: Manifest, principal: Principal, now: datetime) -> dict[str, str]:
         policy = policy_filter(principal, manifest.query_scope.scope, now)
-        ids = [m.chunk_id for m in manifest.members]
+        keys = [chunk_key(principal.tenant, m.chunk_id) for m in manifest.members]
         try:
             resp = self.client.search(
-                index=self.chunks_index,
-                size=len(ids),
-                query={"bool": {"filter": [{"ids": {"values": ids}}, policy]}},
-                source_includes=["raw_chunk_text", "chunk_hash"],
+                index=self.searcher.index_for(principal),
+                size=len(keys),
+                query={"bool": {"filter": [{"ids": {"values": keys}}, policy]}},
+                source_includes=["chunk_id", "raw_chunk_text", "chunk_hash"],
             )
         except Exception as exc:
             raise translate_es_error(exc, what="reading packet passages") from exc
         expected = {m.chunk_id: m.chunk_hash for m in manifest.members}
-        return {
-            h["_id"]: h["_source"]["raw_chunk_text"]
-            for h in resp["hits"]["hits"]
-            if h["_source"].get("chunk_hash") == expected.get(h["_id"])
-        }
+        out: dict[str, str] = {}
+        for h in resp["hits"]["hits"]:
+            src = h["_source"]
+            if src.get("chunk_hash") == expected.get(src.get("chunk_id")):
+                out[src["chunk_id"]] = src["raw_chunk_text"]
+        return out
 
     def release_check(
-        self, pid: str, principal: Principal, *, now: datetime | None = None
+        self,
+        pid: str,
+        principal: Principal,
+        *,
+        scope: RequestScope,
+        now: datetime | None = None,
     ) -> Verdict:
         """Re-verify permissions and validity before an answer built on ``pid`` is released."""
-        return self.validate(pid, principal, now=now)
+        return self.validate(pid, principal, scope=scope, now=now)
 
     def _done(
         self,

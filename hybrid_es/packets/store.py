@@ -1,8 +1,16 @@
-"""The packets index: create, read, supersede with optimistic concurrency.
+"""The packets index: every read and write is keyed by the caller.
 
-A packet version is created with ``op_type=create`` under its versioned id, so two concurrent
-refreshes of v1 cannot both write v2: the second gets a conflict instead of overwriting. The
-superseded version is kept (history), marked with ``superseded_by`` using ``if_seq_no``.
+A packet version is stored under ``identity.packet_key(tenant, owner, packet_id)``: the caller's
+own tenant and user id are part of the key, so a lookup can only reach the caller's own packets,
+and another tenant's (or another user's) packet of the same id is simply a different record. A
+packet that is not the caller's looks exactly like one that does not exist: same error, same
+single GET.
+
+The chain of a case is committed by ``op_type=create`` alone: version n+1 can be created once,
+so of two concurrent refreshes exactly one writes it and the other is told which version won.
+Whether a version is current is read from the chain (does version n+1 exist? a real-time GET),
+not from a status field; the ``superseded`` mark on the old version is written afterwards for
+readers of the index and may be missing after a crash without changing any verdict.
 """
 
 from __future__ import annotations
@@ -12,7 +20,9 @@ from dataclasses import dataclass
 from elasticsearch import ConflictError, Elasticsearch, NotFoundError
 
 from hybrid_es.errors import ManifestConflictError, PacketNotFoundError, translate_es_error
-from hybrid_es.packets.manifest import Manifest
+from hybrid_es.identity import packet_key
+from hybrid_es.models import Principal
+from hybrid_es.packets.manifest import Manifest, packet_id, parse_packet_id
 
 
 @dataclass(frozen=True)
@@ -22,45 +32,82 @@ class Stored:
     primary_term: int
 
 
+def _not_found(pid: str) -> PacketNotFoundError:
+    # The same words whether the packet does not exist or belongs to someone else.
+    return PacketNotFoundError(f"no packet {pid!r}", hint="build one with `hybrid-es packet build`")
+
+
 class PacketStore:
     def __init__(self, client: Elasticsearch, index: str = "hybrid-es-packets") -> None:
         self.client = client
         self.index = index
 
+    @staticmethod
+    def key(owner: Principal, pid: str) -> str:
+        return packet_key(owner.tenant, owner.user_id, pid)
+
     def create(self, manifest: Manifest) -> Stored:
-        """Write a new packet version; ManifestConflictError if that version already exists."""
+        """Write a new packet version (the commit point of a build or refresh).
+
+        Raises ManifestConflictError, naming the version that exists, when it already does.
+        """
+        key = packet_key(manifest.tenant, manifest.principal_id, manifest.packet_id)
         try:
             resp = self.client.index(
                 index=self.index,
-                id=manifest.packet_id,
+                id=key,
                 op_type="create",
                 document=manifest.to_document(),
                 refresh="wait_for",
             )
         except ConflictError as exc:
             raise ManifestConflictError(
-                f"packet {manifest.packet_id} already exists (a concurrent refresh won)",
-                hint="read the latest version and revalidate it instead of writing again",
+                f"packet {manifest.packet_id} was already written by a concurrent build or "
+                f"refresh; {manifest.packet_id} is the current version",
+                hint="revalidate that version instead of writing again",
             ) from exc
         except Exception as exc:
             raise translate_es_error(exc, what="writing a packet") from exc
         return Stored(manifest, int(resp["_seq_no"]), int(resp["_primary_term"]))
 
-    def get(self, pid: str) -> Stored:
+    def find(self, owner: Principal, pid: str) -> Stored | None:
+        """The caller's packet ``pid``, or None (also when ``pid`` is malformed)."""
         try:
-            doc = self.client.get(index=self.index, id=pid)
-        except NotFoundError as exc:
-            raise PacketNotFoundError(
-                f"no packet {pid!r}", hint="build one with `hybrid-es packet build`"
-            ) from exc
+            parse_packet_id(pid)
+        except ValueError:
+            return None
+        try:
+            doc = self.client.get(index=self.index, id=self.key(owner, pid))
+        except NotFoundError:
+            return None
         except Exception as exc:
             raise translate_es_error(exc, what="reading a packet") from exc
-        return Stored(
+        stored = Stored(
             Manifest.from_document(doc["_source"]), int(doc["_seq_no"]), int(doc["_primary_term"])
         )
+        m = stored.manifest
+        if m.tenant != owner.tenant or m.principal_id != owner.user_id:  # defence in depth
+            return None
+        return stored
 
-    def latest(self, case_id: str, tenant: str) -> Stored:
-        """The newest version of a case's packet for ``tenant``."""
+    def get(self, owner: Principal, pid: str) -> Stored:
+        """The caller's packet ``pid``. Raises PacketNotFoundError otherwise."""
+        stored = self.find(owner, pid)
+        if stored is None:
+            raise _not_found(pid)
+        return stored
+
+    def successor(self, owner: Principal, manifest: Manifest) -> str | None:
+        """The id of the version after ``manifest`` when one exists (real-time), else None."""
+        nxt = packet_id(manifest.case_id, manifest.packet_version + 1)
+        return nxt if self.find(owner, nxt) is not None else None
+
+    def latest(self, owner: Principal, case_id: str) -> Stored | None:
+        """The newest version of the caller's packet for ``case_id``, or None.
+
+        A search finds a recent version; real-time GETs then walk forward to the newest, so a
+        version written a moment ago is never missed.
+        """
         try:
             resp = self.client.search(
                 index=self.index,
@@ -68,24 +115,27 @@ class PacketStore:
                 sort=[{"packet_version": "desc"}],
                 query={
                     "bool": {
-                        "filter": [{"term": {"case_id": case_id}}, {"term": {"tenant": tenant}}]
+                        "filter": [
+                            {"term": {"tenant": owner.tenant}},
+                            {"term": {"principal_id": owner.user_id}},
+                            {"term": {"case_id": case_id}},
+                        ]
                     }
                 },
-                seq_no_primary_term=True,
+                source_includes=["packet_version"],
                 ignore_unavailable=True,  # no packets index yet: simply no packet
             )
         except Exception as exc:
             raise translate_es_error(exc, what="finding a packet") from exc
         hits = resp["hits"]["hits"]
-        if not hits:
-            raise PacketNotFoundError(
-                f"no packet for case {case_id!r} of tenant {tenant}",
-                hint="build one with `hybrid-es packet build`",
-            )
-        h = hits[0]
-        return Stored(
-            Manifest.from_document(h["_source"]), int(h["_seq_no"]), int(h["_primary_term"])
-        )
+        version = int(hits[0]["_source"]["packet_version"]) if hits else 1
+        current = self.find(owner, packet_id(case_id, version))
+        while current is not None:
+            nxt = self.find(owner, packet_id(case_id, current.manifest.packet_version + 1))
+            if nxt is None:
+                return current
+            current = nxt
+        return None
 
     def mark(self, old: Stored, *, status: str, superseded_by: str | None = None) -> Stored:
         """Change a stored version's status, only if nobody changed it since it was read."""
@@ -93,7 +143,7 @@ class PacketStore:
         try:
             resp = self.client.index(
                 index=self.index,
-                id=m.packet_id,
+                id=packet_key(m.tenant, m.principal_id, m.packet_id),
                 document=m.to_document(),
                 if_seq_no=old.seq_no,
                 if_primary_term=old.primary_term,
@@ -106,9 +156,3 @@ class PacketStore:
         except Exception as exc:
             raise translate_es_error(exc, what="updating a packet") from exc
         return Stored(m, int(resp["_seq_no"]), int(resp["_primary_term"]))
-
-    def supersede(self, old: Stored, new: Manifest) -> Stored:
-        """Write ``new`` and mark ``old`` superseded by it; exactly one concurrent caller wins."""
-        created = self.create(new)
-        self.mark(old, status="superseded", superseded_by=new.packet_id)
-        return created

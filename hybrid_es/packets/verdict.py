@@ -2,14 +2,16 @@
 
 Verdicts, in order of precedence:
 
-- ``deny``: the caller is another tenant, or a member is no longer authorized for the caller
-  (revoked scope). The affected members are listed for discarding; nothing is released.
+- ``deny``: the caller is not the packet's owner, or a member is no longer authorized for the
+  caller (revoked scope). The affected members are listed for discarding; nothing is released.
 - ``withhold``: the packet has expired and its sources cannot be reached: no current factual
   claim may be released from it.
 - ``unverified``: a dependency cannot be checked (cluster unreachable or timing out). Never a hit.
 - ``refresh_required``: a dependency changed (reasons name which): member version or content,
-  deletion, applicability, corpus watermark, caller scope version, policy version, query scope,
-  or expiry.
+  deletion, applicability, corpus watermark, caller scope version, policy version, query scope
+  (the follow-up's request scope differs from the packet's), or expiry.
+
+The follow-up's scope is part of every decision: there is no reuse without one.
 - ``reuse``: everything checked and unchanged, before expiry.
 """
 
@@ -20,8 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hybrid_es.models import Principal
-from hybrid_es.packets.manifest import Manifest, QueryScope
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.packets.manifest import Manifest
 
 VerdictKind = Literal["reuse", "refresh_required", "deny", "unverified", "withhold"]
 
@@ -73,13 +75,15 @@ def revalidate(
     now: datetime,
     observed: Observations,
     *,
-    query_scope: QueryScope | None = None,
+    scope: RequestScope,
 ) -> Verdict:
-    """Decide whether ``manifest`` may be reused for ``caller`` at ``now``."""
-    if caller.tenant != manifest.tenant:
+    """Decide whether ``manifest`` may be reused for ``caller``'s follow-up about ``scope`` at
+    ``now``. A packet is its owner's working set: anyone else is denied (the store never hands
+    them one; this is the pure rule behind it), with no detail about the packet."""
+    if caller.tenant != manifest.tenant or caller.user_id != manifest.principal_id:
         return Verdict(
             kind="deny",
-            reasons=(f"caller tenant {caller.tenant} does not own packet of {manifest.tenant}",),
+            reasons=("the caller is not this packet's owner",),
             discard=tuple(m.chunk_id for m in manifest.members),
         )
     expired = now >= manifest.expires_at
@@ -141,7 +145,7 @@ def revalidate(
         return Verdict(kind="unverified", reasons=("policy version was not checked",))
     if observed.policy_version != manifest.policy_version:
         reasons.append(f"policy_version: {manifest.policy_version} -> {observed.policy_version}")
-    if query_scope is not None and query_scope.digest() != manifest.query_scope.digest():
+    if scope.digest() != manifest.query_scope.scope.digest():
         reasons.append("query_scope: the follow-up asks about a different scope")
     if expired:
         reasons.append(f"expired at {manifest.expires_at.isoformat()}")

@@ -82,8 +82,11 @@ def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, boot
             assert res["queries"] == 3 and res["metrics"]["recall@5"] > 0.0
         by = {x["pipeline"]: x for x in out["results"]}
         assert by["hybrid"]["metrics"]["recall@5"] == 1.0  # 4 chunks: kNN returns them all
-        # The corpus's own chunks were indexed, under the ids the golden chunks name.
-        ids = {h["_id"] for h in es.search(index=index, size=10)["hits"]["hits"]}
+        # The corpus's own chunks were indexed, under the ids the golden chunks name (stored
+        # under the evaluation tenant's keys).
+        hits = es.search(index=index, size=10)["hits"]["hits"]
+        ids = {h["_source"]["chunk_id"] for h in hits}
         assert ids == {f"doc_{d}::v1::c000{c}" for d in (1, 2) for c in (0, 1)}
+        assert {h["_id"] for h in hits} == {f"eval::{i}" for i in ids}
     finally:
         es.indices.delete(index=index, ignore_unavailable=True)

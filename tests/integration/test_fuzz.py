@@ -24,7 +24,7 @@ from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.queries import MAX_QUERY_CHARS
 from hybrid_es.searcher import HybridSearcher
 from hybrid_es.traces import TraceWriter, search_hook
-from tests.conftest import travel_documents
+from tests.conftest import ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -84,12 +84,16 @@ QUERIES = st.one_of(
 
 @pytest.fixture
 def fuzz_env(es, embedder, fresh_indices, settings) -> Iterator[tuple[HybridSearcher, str]]:  # type: ignore[no-untyped-def]
-    Ingestor(
-        es,
-        embedder,
-        index=fresh_indices["chunks"],
-        corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
-    ).ingest(travel_documents(), now=NOW)
+    ingest_as_owners(
+        Ingestor(
+            es,
+            embedder,
+            index=fresh_indices["chunks"],
+            corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
+        ),
+        travel_documents(),
+        now=NOW,
+    )
     searcher = HybridSearcher(
         es,
         embedder,
@@ -135,17 +139,24 @@ def test_hostile_queries_end_cleanly_and_in_scope(fuzz_env, es, query, principal
     searcher, traces = fuzz_env
     writer = TraceWriter(es, traces, flush_interval=0.05)
     tracer = search_hook(writer, query_text=True)  # stores the text too: the hardest case
+    refused = False
     try:
         resp = searcher.search(query, principal, STAY, now=NOW)
     except BadQueryError as exc:
         assert exc.message  # a clean, specific error
         tracer.on_error(principal, query, exc)
+        refused = True
     else:
         _check_in_scope(principal, resp)
         tracer(principal, resp, query)
     stats = writer.close()
-    # Every outcome's trace was accepted by the strict mapping: none dropped, none refused.
-    assert (stats.written, stats.dropped, stats.errors) == (1, 0, 0), stats.last_error
+    # A refused query is counted, never traced; every answer's trace was accepted by the strict
+    # mapping: none dropped, none refused by the cluster.
+    if refused:
+        assert stats.refused == {"BadQueryError": 1} and stats.written == 0
+    else:
+        assert stats.refused == {} and stats.written == 1, stats.last_error
+    assert (stats.dropped, stats.errors) == (0, 0), stats.last_error
 
 
 def test_the_traces_of_the_fuzz_run_stay_in_scope(fuzz_env, es):

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from hybrid_es.chunking import chunk_text, counter_for
+from hybrid_es.corpus_state import CorpusState
+from hybrid_es.identity import chunk_key
 from hybrid_es.indexer import chunk_id
 from tests.fixtures.messages_stand_in import MessagesStandIn
 
@@ -27,6 +29,7 @@ def _env(names: dict[str, str], **extra: str) -> dict[str, str]:
     env.update(
         HYBRID_ES_CHUNKS_INDEX=names["chunks"],
         HYBRID_ES_CORPUS_STATE_INDEX=names["corpus_state"],
+        HYBRID_ES_TENANCY="shared",  # the test's own chunks index, as named
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         **extra,
@@ -67,7 +70,8 @@ def test_folder_ingest_reports_rejected_files_exits_1_and_skips_everything_on_re
     assert (out["documents"], out["chunks"], out["failed"], out["rejected_input"]) == (2, 2, 0, 1)
     assert "latin1.txt: not UTF-8" in out["rejected"][0]
     assert out["contextualizer"] == "extractive-v2" and out["cost_usd"] == 0.0
-    src = es.get(index=fresh_indices["chunks"], id=chunk_id("kyo-h12.md", 1, 0))["_source"]
+    key = chunk_key("demo-A", chunk_id("kyo-h12.md", 1, 0))
+    src = es.get(index=fresh_indices["chunks"], id=key)["_source"]
     assert src["title"] == "Supplier contract KYO-H12" and src["contract_ids"] == ["KYO-H12"]
     assert src["context_header"].startswith("Document: Supplier contract KYO-H12.")
 
@@ -81,10 +85,10 @@ def test_dry_run_writes_nothing_and_fail_fast_stops_at_the_first_bad_line(
 ):
     path = tmp_path / "d.jsonl"
     path.write_text('{"id": "a", "tenant": "t", "body": "fine."}\n{broken\n', encoding="utf-8")
-    rc, out, _ = _run(fresh_indices, str(path), "--dry-run")
+    rc, out, _ = _run(fresh_indices, str(path), "--tenant", "t", "--dry-run")
     assert rc == 1 and (out["documents"], out["chunks"], out["rejected_input"]) == (1, 1, 1)
     assert es.count(index=fresh_indices["chunks"])["count"] == 0
-    rc, out, err = _run(fresh_indices, str(path), "--fail-fast")
+    rc, out, err = _run(fresh_indices, str(path), "--tenant", "t", "--fail-fast")
     err = " ".join(err.split())  # rich wraps long lines
     assert rc == 2 and "line 2" in err and "malformed JSON" in err
     assert es.count(index=fresh_indices["chunks"])["count"] == 0
@@ -99,10 +103,11 @@ def test_anthropic_contextualizer_from_the_cli_reports_calls_and_cost(fresh_indi
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     with MessagesStandIn() as srv:
         env = {"ANTHROPIC_BASE_URL": srv.base_url, "ANTHROPIC_API_KEY": "test-key"}
-        rc, out, _ = _run(fresh_indices, str(path), "--contextualizer", "anthropic", **env)
+        args = (str(path), "--tenant", "t", "--contextualizer", "anthropic")
+        rc, out, _ = _run(fresh_indices, *args, **env)
         assert rc == 0 and out["llm_calls"] == srv.calls == 3 and out["cost_usd"] > 0
         assert out["contextualizer"] == "anthropic-ctx-v1@claude-haiku-4-5"
-        rc, out, _ = _run(fresh_indices, str(path), "--contextualizer", "anthropic", **env)
+        rc, out, _ = _run(fresh_indices, *args, **env)
         assert rc == 0 and out["llm_calls"] == 0 and srv.calls == 3
 
 
@@ -125,14 +130,14 @@ def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_noth
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     count = counter_for(embedder)
     expected = {
-        chunk_id(r["id"], 1, c.number)
+        chunk_key("t", chunk_id(r["id"], 1, c.number))
         for r in rows
         for c in chunk_text(r["body"], size=200, overlap=40, count=count)
     }
     index = fresh_indices["chunks"]
 
     proc = subprocess.Popen(
-        _cli(str(path), "--batch-size", "4", "--json"),
+        _cli(str(path), "--tenant", "t", "--batch-size", "4", "--json"),
         env=_env(fresh_indices),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -153,7 +158,7 @@ def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_noth
     written = es.count(index=index)["count"]
     assert 0 < written < len(expected)
 
-    rc, out, err = _run(fresh_indices, str(path))
+    rc, out, err = _run(fresh_indices, str(path), "--tenant", "t")
     assert rc == 0, err
     assert out["documents"] == 120 and out["failed"] == 0
     assert (
@@ -169,3 +174,80 @@ def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_noth
     assert stored == expected  # nothing missing, nothing extra
     with_vectors = es.count(index=index, query={"exists": {"field": "embedding"}})["count"]
     assert with_vectors == len(expected)
+
+
+def test_ingest_for_one_tenant_refuses_by_line_every_document_of_another(
+    es, fresh_indices, tmp_path
+):
+    # Issue 11 C: `ingest --tenant B` writes only B; A's records and watermark are untouched.
+    a_file = tmp_path / "a.jsonl"
+    a_file.write_text('{"id": "R", "body": "A\'s rate is JPY 31,500."}\n', encoding="utf-8")
+    rc, out, err = _run(fresh_indices, str(a_file), "--tenant", "demo-A")
+    assert rc == 0, err
+    state = CorpusState(es, fresh_indices["corpus_state"])
+    before = state.watermark("demo-A")
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(
+        '{"id": "R", "tenant": "demo-A", "body": "B overwrites A\'s rate: JPY 1."}\n'
+        '{"id": "S", "body": "B\'s own note."}\n',
+        encoding="utf-8",
+    )
+    rc, out, err = _run(fresh_indices, str(mixed), "--tenant", "demo-B")
+    assert rc == 1 and out["documents"] == 1 and out["rejected_input"] == 1
+    assert "line 1" in out["rejected"][0] and "names tenant 'demo-A'" in out["rejected"][0]
+    assert out["watermarks"] == {"demo-B": 1}
+    assert state.watermark("demo-A") == before
+    kept = es.get(index=fresh_indices["chunks"], id=chunk_key("demo-A", chunk_id("R", 1, 0)))
+    assert kept["_source"]["raw_chunk_text"] == "A's rate is JPY 31,500."
+    assert not es.exists(index=fresh_indices["chunks"], id=chunk_key("demo-B", chunk_id("R", 1, 0)))
+
+
+CRASH_BEFORE_THE_WATERMARK = """
+import os, sys
+from hybrid_es import corpus_state
+def die(*args, **kwargs):
+    os._exit(9)  # killed after the bulk write and the refresh, before the watermark moves
+corpus_state.CorpusState.finish = die
+sys.argv = ["hybrid-es", *sys.argv[1:]]
+from hybrid_es.cli import main
+main()
+"""
+
+
+def test_an_ingest_killed_between_its_writes_and_the_watermark_still_moves_it(
+    es, fresh_indices, tmp_path
+):
+    # Issue 11, item 5: before, the rerun skipped the written documents and the watermark never
+    # moved, so a packet built before the change was reused for ever.
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id": "R", "body": "The rate is JPY 31,500."}\n', encoding="utf-8")
+    assert _run(fresh_indices, str(path), "--tenant", "demo-A")[0] == 0
+    state = CorpusState(es, fresh_indices["corpus_state"])
+    before = state.read("demo-A")
+    assert before.pending == ()
+    path.write_text('{"id": "R", "body": "The rate is JPY 33,000."}\n', encoding="utf-8")
+    crashed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CRASH_BEFORE_THE_WATERMARK,
+            "ingest",
+            str(path),
+            "--tenant",
+            "demo-A",
+        ],
+        env=_env(fresh_indices),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert crashed.returncode == 9, crashed.stderr
+    mid = state.read("demo-A")
+    # The change is written and searchable, the watermark has not moved, and the run is pending:
+    # revalidation reads that as "cannot verify", never as "unchanged".
+    assert mid.watermark == before.watermark and len(mid.pending) == 1
+    rc, out, err = _run(fresh_indices, str(path), "--tenant", "demo-A")
+    assert rc == 0, err
+    assert out["skipped_unchanged"] == 1  # the rerun writes nothing ...
+    after = state.read("demo-A")
+    assert after.watermark == before.watermark + 1 and after.pending == ()  # ... yet it moved

@@ -14,6 +14,7 @@ from hybrid_es.beir import read_corpus
 from hybrid_es.corpus_state import CorpusState
 from hybrid_es.embedder import Vectors
 from hybrid_es.indexer import Ingestor
+from tests.conftest import owner
 
 pytestmark = pytest.mark.integration
 SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
@@ -56,10 +57,10 @@ def test_scifact_ingests_with_exact_counts_and_reingest_skips_everything(es, fre
         corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
         batch_size=256,
     )
-    first = ing.ingest(docs)
+    first = ing.ingest(docs, owner("scifact"))
     assert (first.documents, first.chunks, first.skipped_unchanged) == (DOCUMENTS, CHUNKS, 0)
     assert first.ok and emb.passages == CHUNKS
     assert es.count(index=fresh_indices["chunks"])["count"] == CHUNKS
-    again = ing.ingest(docs)
+    again = ing.ingest(docs, owner("scifact"))
     assert (again.documents, again.chunks, again.skipped_unchanged) == (DOCUMENTS, 0, DOCUMENTS)
     assert emb.passages == CHUNKS and again.watermarks == {}

@@ -18,7 +18,7 @@ from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.searcher import HybridSearcher
-from tests.conftest import travel_documents
+from tests.conftest import ingest_as_owners, owner, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -37,22 +37,29 @@ INJECTIONS = [
 ]
 
 
-def test_injection_corpus_changes_nothing_and_stays_wrapped(es, embedder, fresh_indices):
+def _search_bodies(log: list[tuple[str, str, bytes]]) -> list[bytes]:
+    return [body for _, path, body in log if path.endswith("/_msearch")]
+
+
+def test_injection_corpus_changes_nothing_and_stays_wrapped(es, embedder, fresh_indices, wire):
     state = CorpusState(es, fresh_indices["corpus_state"])
     ing = Ingestor(es, embedder, index=fresh_indices["chunks"], corpus_state=state)
-    ing.ingest(
+    ingest_as_owners(
+        ing,
         travel_documents(
             "D1-current-contract", "D2-accessibility-note", "D4-generic-brochure", "D5-other-tenant"
         ),
         now=NOW,
     )
+    recording, log = wire
     searcher = HybridSearcher(
-        es,
+        recording,
         embedder,
         index=fresh_indices["chunks"],
         corpus_state_index=fresh_indices["corpus_state"],
     )
-    before = searcher.search(QUERY, AGENT, SCOPE, now=NOW)
+    before = searcher.search(QUERY, AGENT, SCOPE, now=NOW, top_k=20)
+    sent_before = _search_bodies(log)
     hostile = [
         Document(
             id=f"X{i}-hostile",
@@ -69,10 +76,13 @@ def test_injection_corpus_changes_nothing_and_stays_wrapped(es, embedder, fresh_
         )
         for i, text in enumerate(INJECTIONS)
     ]
-    ing.ingest(hostile, now=NOW)
+    ing.ingest(hostile, owner("demo-A"), now=NOW)
+    log.clear()
     after = searcher.search(QUERY, AGENT, SCOPE, now=NOW, top_k=20)
-    # Same query, filter and settings sent: documents cannot reach the request.
-    assert after.request_digest == before.request_digest
+    # The bytes sent to the cluster, captured at the transport, are identical with and without
+    # the hostile documents: nothing a document says reaches the query, filter or settings.
+    assert sent_before and _search_bodies(log) == sent_before
+    assert {h.doc_id for h in after.hits} > {h.doc_id for h in before.hits}  # they were found
     # No permission changed: demo-B still sees only its own record, whatever the metadata says.
     b = searcher.search(QUERY, Principal(tenant="demo-B", user_id="x"), SCOPE, now=NOW, top_k=20)
     assert {h.doc_id for h in b.hits} == {"D5-other-tenant"}
@@ -86,7 +96,7 @@ def test_injection_corpus_changes_nothing_and_stays_wrapped(es, embedder, fresh_
     )
     pid = service.build("CASE-X", "x", QUERY, AGENT, SCOPE, now=NOW).manifest.packet_id
     verdict, rendered = service.render(
-        pid, AGENT, now=NOW + timedelta(minutes=1), budget_tokens=4000
+        pid, AGENT, scope=SCOPE, now=NOW + timedelta(minutes=1), budget_tokens=4000
     )
     assert verdict.kind == "reuse" and rendered is not None
     text = rendered.text

@@ -23,7 +23,7 @@ from hybrid_es.packets.store import PacketStore
 from hybrid_es.reranker import CrossEncoderReranker
 from hybrid_es.searcher import HybridSearcher
 from hybrid_es.traces import search_trace
-from tests.conftest import HashEmbedder
+from tests.conftest import HashEmbedder, ingest_as_owners
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +127,7 @@ def test_nothing_outside_scope_reaches_any_stage(
     try:
         emb = HashEmbedder()
         ing = Ingestor(es, emb, index=index, corpus_state=CorpusState(es, state_index))
-        ing.ingest([_document(i, d) for i, d in enumerate(docs)], now=NOW)
+        ingest_as_owners(ing, [_document(i, d) for i, d in enumerate(docs)], now=NOW)
         CorpusState(es, state_index).bump("A", "test")
         CorpusState(es, state_index).bump("B", "test")
         allowed_by = {

@@ -46,20 +46,41 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
         )
         for v in ("reuse", "reuse", "reuse", "refresh_required")
     ]
-    try:
-        helpers.bulk(es, ({"_index": index, "_source": d} for d in docs), refresh=True)
+    # Another user's and another tenant's operations: never in this caller's numbers.
+    others = [Principal(tenant="demo-A", user_id="b"), Principal(tenant="demo-B", user_id="a")]
+    docs += [
+        packet_trace(
+            o,
+            packet_id="C-packet-v1",
+            operation="packet_validate",
+            verdict="deny",
+            reasons=(),
+            latency_ms=999.0,
+            now=now,
+        )
+        for o in others
+    ]
+
+    def stats(*args: str) -> dict:  # type: ignore[type-arg]
         r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli", "packet", "stats", "--json"],
+            [sys.executable, "-m", "hybrid_es.cli", "packet", "stats", *args, "--json"],
             capture_output=True,
             text=True,
             timeout=120,
             env={**os.environ, "HYBRID_ES_TRACES_INDEX": index},
         )
         assert r.returncode == 0, r.stderr
-        out = json.loads(r.stdout)
+        return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+    try:
+        helpers.bulk(es, ({"_index": index, "_source": d} for d in docs), refresh=True)
+        out = stats("--tenant", "demo-A", "--user", "a")
         assert out["reuse_rate"] == pytest.approx(0.75)
         assert out["verdicts"] == {"reuse": 3, "refresh_required": 1}
         assert out["latency_ms"]["packet_build"]["count"] == 3
         assert out["latency_ms"]["packet_build"]["p50"] == pytest.approx(200.0)
+        # An operator sees every user of the tenant, and still only that tenant.
+        ops = stats("--tenant", "demo-A", "--user", "ops", "--operator")
+        assert ops["verdicts"] == {"reuse": 3, "refresh_required": 1, "deny": 1}
     finally:
         es.indices.delete(index=index, ignore_unavailable=True)

@@ -19,7 +19,7 @@ from hybrid_es.errors import EngineUnavailableError, HybridEsError, SearchTimeou
 from hybrid_es.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.searcher import HybridSearcher
-from tests.conftest import HashEmbedder
+from tests.conftest import HashEmbedder, owner
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
@@ -68,7 +68,7 @@ def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_o
 
     def run() -> None:
         try:
-            outcome["report"] = ing.ingest(docs, now=NOW)
+            outcome["report"] = ing.ingest(docs, owner("t"), now=NOW)
         except HybridEsError as exc:
             outcome["error"] = exc
 
@@ -92,7 +92,7 @@ def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_o
     client = _ready(fault_node)
     ing.client = client
     ing.corpus_state = CorpusState(client, state_index)
-    again = ing.ingest(docs, now=NOW)
+    again = ing.ingest(docs, owner("t"), now=NOW)
     assert not again.failed
     client.indices.refresh(index=index)
     assert client.count(index=index)["count"] == expected
@@ -135,8 +135,8 @@ def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
         reports.append(
             ing.ingest(
                 [Document(id=f"p{part}-{i}", tenant="t", body=f"note {i}") for i in range(200)],
+                owner("t"),
                 now=NOW,
-                refresh=False,
             )
         )
 
@@ -177,7 +177,7 @@ def test_a_search_timeout_is_reported_as_such(es, settings, fresh_indices):
         index=fresh_indices["chunks"],
         corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
     )
-    ing.ingest(_docs(5), now=NOW)
+    ing.ingest(_docs(5), owner("t"), now=NOW)
     impatient = make_client(settings, max_retries=0, request_timeout=0.001)
     s = HybridSearcher(
         impatient,
@@ -186,7 +186,8 @@ def test_a_search_timeout_is_reported_as_such(es, settings, fresh_indices):
         native_rrf=False,
         corpus_state_index=fresh_indices["corpus_state"],
     )
-    s._model_checked = True  # the mapping check would time out first; the search is the subject
+    # The mapping check would time out first; the search is the subject.
+    s._model_checked.add(fresh_indices["chunks"])
     s._known_tenants.add("t")
     with pytest.raises(SearchTimeoutError, match="timed out"):
         s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)

@@ -20,7 +20,7 @@ from hybrid_es.metrics import evaluate, ranking_to_run
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.reranker import CrossEncoderReranker
 from hybrid_es.searcher import HybridSearcher
-from tests.conftest import travel_documents
+from tests.conftest import ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def _ingest(es, embedder, names, docs):  # type: ignore[no-untyped-def]
     ing = Ingestor(
         es, embedder, index=names["chunks"], corpus_state=CorpusState(es, names["corpus_state"])
     )
-    return ing.ingest(docs, now=NOW)
+    return ingest_as_owners(ing, docs, now=NOW)
 
 
 def _searcher(es, embedder, names, **kw):  # type: ignore[no-untyped-def]
@@ -118,15 +118,19 @@ def test_historical_mode_admits_the_superseded_contract(es, embedder, fresh_indi
     assert "D0-stale-contract" not in [h.doc_id for h in current.hits]
 
 
-def test_prompt_injection_in_text_and_metadata_changes_nothing(es, embedder, fresh_indices):
+def test_prompt_injection_in_text_and_metadata_changes_nothing(es, embedder, fresh_indices, wire):
     docs = travel_documents(*SEED_FIXTURE)
     _ingest(es, embedder, fresh_indices, docs)
-    searcher = _searcher(es, embedder, fresh_indices)
-    before = searcher.search(QUERY, AGENT, STAY, now=NOW)
+    recording, log = wire
+    searcher = _searcher(recording, embedder, fresh_indices)
+    searcher.search(QUERY, AGENT, STAY, now=NOW)
+    sent = [body for _, path, body in log if path.endswith("/_msearch")]
     _ingest(es, embedder, fresh_indices, travel_documents("D6-guest-review"))
+    log.clear()
     after = searcher.search(QUERY, AGENT, STAY, now=NOW)
-    # The same request was sent: the document cannot alter the query, filter or settings.
-    assert before.request_digest == after.request_digest
+    # The same bytes went to the cluster (captured at the transport): the document cannot alter
+    # the query, filter or settings.
+    assert sent and [body for _, path, body in log if path.endswith("/_msearch")] == sent
     review = [h for h in after.hits if h.doc_id == "D6-guest-review"]
     assert review and review[0].source["metadata"]["tenant"] == "demo-B"
     assert review[0].source["tenant"] == "demo-A"  # judged on its real fields
@@ -247,9 +251,12 @@ def test_bad_input_gets_specific_errors(es, embedder, fresh_indices):
     with pytest.raises(UnknownTenantError):
         s.search(QUERY, Principal(tenant="nobody", user_id="x"), STAY, now=NOW)
     with pytest.raises(IndexMissingError):
-        HybridSearcher(es, embedder, index="hybrid-es-chunks-does-not-exist").search(
-            QUERY, AGENT, STAY, now=NOW
-        )
+        HybridSearcher(
+            es,
+            embedder,
+            index="hybrid-es-chunks-does-not-exist",
+            corpus_state_index=fresh_indices["corpus_state"],
+        ).search(QUERY, AGENT, STAY, now=NOW)
 
 
 def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indices):

@@ -17,13 +17,19 @@ from typer.testing import CliRunner
 from hybrid_es.cli_traces import app as traces_app
 from hybrid_es.client import make_client
 from hybrid_es.corpus_state import CorpusState
-from hybrid_es.errors import BadQueryError
+from hybrid_es.errors import (
+    BadQueryError,
+    EngineUnavailableError,
+    SearchTimeoutError,
+    TraceNotFoundError,
+    UnknownTenantError,
+)
 from hybrid_es.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces import TraceWriter, search_hook
-from tests.conftest import travel_documents
+from tests.conftest import ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -53,12 +59,13 @@ def trace_index(es, bootstrapped, settings) -> Iterator[str]:  # type: ignore[no
 
 @pytest.fixture
 def corpus(es, embedder, fresh_indices):  # type: ignore[no-untyped-def]
-    Ingestor(
+    ing = Ingestor(
         es,
         embedder,
         index=fresh_indices["chunks"],
         corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
-    ).ingest(travel_documents(*SEED), now=NOW)
+    )
+    ingest_as_owners(ing, travel_documents(*SEED), now=NOW)
     return fresh_indices
 
 
@@ -118,8 +125,14 @@ def test_query_text_only_when_the_operator_opts_in(es, embedder, corpus, trace_i
 def test_failed_searches_and_packet_operations_are_traced(es, trace_index):
     writer = TraceWriter(es, trace_index, flush_interval=0.05)
     tracer = search_hook(writer)
+    tracer.on_error(AGENT, "rate", SearchTimeoutError("the search timed out"), {"embed": 1.0})
+    tracer.on_error(AGENT, "x" * 3000, EngineUnavailableError("cannot reach Elasticsearch"))
+    # Refused requests are counted, never traced (issue 11 I): not a bad query, and not a
+    # search claiming a tenant that has no corpus.
     tracer.on_error(AGENT, "", BadQueryError("the query is empty"), {"embed": 0.0})
-    tracer.on_error(AGENT, "x" * 3000, BadQueryError("the query has 3000 characters"))
+    tracer.on_error(
+        Principal(tenant="made-up", user_id="x"), "rate", UnknownTenantError("no corpus state")
+    )
     for verdict in ("reuse", "reuse", "refresh_required", "unverified"):
         tracer.packet(
             AGENT,
@@ -139,9 +152,14 @@ def test_failed_searches_and_packet_operations_are_traced(es, trace_index):
     )
     stats = writer.close()
     assert (stats.written, stats.dropped) == (7, 0)
+    assert stats.refused == {"BadQueryError": 1, "UnknownTenantError": 1}
     docs = _docs(es, trace_index)
+    assert "made-up" not in {d["tenant"] for d in docs}
     errors = [d for d in docs if d.get("error")]
-    assert [d["error_type"] for d in errors] == ["BadQueryError", "BadQueryError"]
+    assert sorted(d["error_type"] for d in errors) == [
+        "EngineUnavailableError",
+        "SearchTimeoutError",
+    ]
     assert all(d["hit_count"] == 0 and "candidates" not in d for d in errors)
     validations = [d for d in docs if d["operation"] == "packet_validate"]
     assert sorted(d["packet_verdict"] for d in validations) == [
@@ -202,41 +220,55 @@ def _run(*args: str):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(traces_app, list(args), env={"COLUMNS": "250"})
 
 
-def test_cli_tail_and_show(es, embedder, corpus, trace_index):
+def test_cli_tail_and_show_are_scoped_to_the_caller(es, embedder, corpus, trace_index):
     writer = TraceWriter(es, trace_index, flush_interval=0.05)
     searcher = _searcher(es, embedder, corpus, on_response=search_hook(writer))
     resp = searcher.search(QUERY, AGENT, STAY, now=NOW)
-    search_hook(writer).on_error(OTHER, "", BadQueryError("the query is empty"))
+    search_hook(writer).on_error(OTHER, "rate", SearchTimeoutError("the search timed out"))
     writer.close()
     es.indices.refresh(index=trace_index)
+    a_user = ("--tenant", "demo-A", "--user", "agent-1")
+    b_user = ("--tenant", "demo-B", "--user", "agent-9")
 
-    out = _run("tail", "--index", trace_index)
+    # Issue 11 I: a caller reads their own traces only; an operator reads every tenant's.
+    out = _run("tail", "--index", trace_index, *a_user)
     assert out.exit_code == 0, out.output
-    assert "demo-A/agent-1" in out.output and "demo-B/agent-9" in out.output
-    assert "error: BadQueryError" in out.output and resp.fusion_path in out.output
-
-    only_a = _run("tail", "--index", trace_index, "--tenant", "demo-A", "--json")
-    (doc,) = json.loads(only_a.stdout)
+    assert "demo-A/agent-1" in out.output and "demo-B" not in out.output
+    assert resp.fusion_path in out.output
+    ops = _run("tail", "--index", trace_index, "--operator")
+    assert "demo-A/agent-1" in ops.output and "demo-B/agent-9" in ops.output
+    assert "error: SearchTimeoutError" in ops.output
+    only_b = json.loads(
+        _run("tail", "--index", trace_index, "--operator", "--tenant", "demo-B", "--json").stdout
+    )
+    assert [d["tenant"] for d in only_b] == ["demo-B"]
+    (doc,) = json.loads(_run("tail", "--index", trace_index, *a_user, "--json").stdout)
     assert doc["tenant"] == "demo-A" and len(doc["candidates"]) == len(resp.hits)
-    errors = json.loads(_run("tail", "--index", trace_index, "--errors", "--json").stdout)
+    errors = json.loads(_run("tail", "--index", trace_index, *b_user, "--errors", "--json").stdout)
     assert [d["tenant"] for d in errors] == ["demo-B"]
+    assert json.loads(_run("tail", "--index", trace_index, *b_user, "--json").stdout) == errors
 
     short = doc["trace_id"][:12]
     assert short in out.output
-    shown = _run("show", short, "--index", trace_index)
+    shown = _run("show", short, "--index", trace_index, *a_user)
     assert shown.exit_code == 0, shown.output
     for h in resp.hits:
         assert h.chunk_id in shown.output
     assert "latency (ms)" in shown.output and resp.query_hash in shown.output
-    as_json = json.loads(_run("show", doc["trace_id"], "--index", trace_index, "--json").stdout)
-    assert as_json == doc
+    as_json = _run("show", doc["trace_id"], "--index", trace_index, *a_user, "--json")
+    assert json.loads(as_json.stdout) == doc
 
-    missing = _run("show", "0" * 32, "--index", trace_index)
-    assert missing.exit_code == 1 and "traces tail" in missing.output
+    # Someone else's trace reads exactly like one that does not exist.
+    theirs = _run("show", doc["trace_id"], "--index", trace_index, *b_user)
+    missing = _run("show", "0" * 32, "--index", trace_index, *a_user)
+    assert isinstance(theirs.exception, TraceNotFoundError)
+    assert str(theirs.exception) == str(missing.exception).replace("0" * 32, doc["trace_id"])
+    assert "traces tail" in str(missing.exception)
 
 
 def test_cli_on_a_missing_index_says_what_to_do():
-    out = _run("tail", "--index", f"hybrid-es-traces-absent-{uuid.uuid4().hex[:8]}")
+    name = f"hybrid-es-traces-absent-{uuid.uuid4().hex[:8]}"
+    out = _run("tail", "--index", name, "--tenant", "demo-A", "--user", "agent-1")
     assert out.exit_code != 0
     assert "bootstrap" in str(out.exception)
 
@@ -284,7 +316,7 @@ def test_every_dashboard_visualization_runs_on_real_traces(es, embedder, corpus,
     tracer = search_hook(writer)
     searcher = _searcher(es, embedder, corpus, on_response=tracer)
     searcher.search(QUERY, AGENT, STAY, now=NOW)
-    tracer.on_error(AGENT, "", BadQueryError("the query is empty"))
+    tracer.on_error(AGENT, "rate", SearchTimeoutError("the search timed out"))
     tracer.packet(
         AGENT, packet_id="p", operation="packet_validate", verdict="reuse", reasons=[], latency_ms=1
     )

@@ -144,9 +144,11 @@ def test_an_older_version_arriving_late_is_stored_as_superseded():
     assert {r["superseded_by"] for r in recs} == {"K::v3::c0000"}
 
 
-def test_a_document_id_of_another_tenant_is_refused_not_overwritten():
-    plan = _plan(_stored(tenant="other"))
-    assert plan.action == "conflict" and "tenant(s) other" in plan.reason
+def test_another_tenants_chunks_never_take_part_in_a_plan():
+    # Chunks are keyed by tenant: another tenant's document of the same id is another document.
+    # The planner is only ever handed the caller's own chunks; anything else is a bug, loudly.
+    with pytest.raises(ValueError, match="another tenant"):
+        _plan(_stored(tenant="other"))
 
 
 def test_a_deletion_is_a_watermark_change_of_its_own():

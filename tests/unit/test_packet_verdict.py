@@ -57,6 +57,10 @@ MANIFEST = Manifest(
 )
 
 
+FOLLOW_UP = SCOPE.scope
+"""A follow-up about the packet's own scope."""
+
+
 def _obs(**over):  # type: ignore[no-untyped-def]
     members = over.pop(
         "members",
@@ -71,7 +75,10 @@ def _obs(**over):  # type: ignore[no-untyped-def]
 
 
 def test_unchanged_before_expiry_is_reuse():
-    assert revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), _obs()).kind == "reuse"
+    assert (
+        revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), _obs(), scope=FOLLOW_UP).kind
+        == "reuse"
+    )
 
 
 @pytest.mark.parametrize(
@@ -127,14 +134,14 @@ def test_unchanged_before_expiry_is_reuse():
     ],
 )
 def test_a_changed_dependency_requires_a_refresh(change, reason):
-    v = revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), _obs(**change))
+    v = revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), _obs(**change), scope=FOLLOW_UP)
     assert v.kind == "refresh_required"
     assert any(reason in r for r in v.reasons), v.reasons
 
 
 def test_scope_version_change_with_members_still_allowed_is_a_refresh():
     widened = AGENT.model_copy(update={"scope_version": "scope-v4"})
-    v = revalidate(MANIFEST, widened, T0, _obs())
+    v = revalidate(MANIFEST, widened, T0, _obs(), scope=FOLLOW_UP)
     assert v.kind == "refresh_required" and v.reasons[0].startswith("principal_scope_version")
 
 
@@ -147,28 +154,56 @@ def test_revoked_members_are_denied_and_listed_for_discarding():
             MemberState(chunk_id=D2.chunk_id, exists=True, version=2, chunk_hash="h2"),
         )
     )
-    v = revalidate(MANIFEST, AGENT, T0, obs)
+    v = revalidate(MANIFEST, AGENT, T0, obs, scope=FOLLOW_UP)
     assert v.kind == "deny" and v.discard == (D1.chunk_id,) and not v.releasable
 
 
-def test_another_tenant_is_denied_everything():
-    v = revalidate(MANIFEST, Principal(tenant="demo-B", user_id="b"), T0, _obs())
-    assert v.kind == "deny" and set(v.discard) == {D1.chunk_id, D2.chunk_id}
+def test_anyone_but_the_owner_is_denied_everything_and_told_nothing():
+    for other in (
+        Principal(tenant="demo-B", user_id="a", groups=AGENT.groups),  # same user id, other tenant
+        Principal(tenant="demo-A", user_id="b", groups=AGENT.groups),  # same tenant, other user
+    ):
+        v = revalidate(MANIFEST, other, T0, _obs(), scope=FOLLOW_UP)
+        assert v.kind == "deny" and set(v.discard) == {D1.chunk_id, D2.chunk_id}
+        assert v.reasons == ("the caller is not this packet's owner",)
+        assert "demo-A" not in " ".join(v.reasons)
+
+
+def test_a_follow_up_about_another_scope_is_never_a_silent_reuse():
+    # Issue 11, packets 1: the question's scope is part of every reuse decision.
+    later = RequestScope(stay_from=date(2026, 5, 10), stay_to=date(2026, 5, 14))
+    v = revalidate(MANIFEST, AGENT, T0, _obs(), scope=later)
+    assert v.kind == "refresh_required" and v.reasons == (
+        "query_scope: the follow-up asks about a different scope",
+    )
+    booking = RequestScope(
+        stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14), booking_ids=("X",)
+    )
+    assert revalidate(MANIFEST, AGENT, T0, _obs(), scope=booking).kind == "refresh_required"
 
 
 def test_unreachable_sources_are_unverified_before_expiry_and_withheld_after():
     down = Observations(unavailable="cannot reach Elasticsearch")
-    assert revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), down).kind == "unverified"
-    assert revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=6), down).kind == "withhold"
+    assert (
+        revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=1), down, scope=FOLLOW_UP).kind
+        == "unverified"
+    )
+    assert (
+        revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=6), down, scope=FOLLOW_UP).kind
+        == "withhold"
+    )
 
 
 def test_a_missing_observation_is_never_a_hit():
-    assert revalidate(MANIFEST, AGENT, T0, _obs(corpus_watermark=None)).kind == "unverified"
-    assert revalidate(MANIFEST, AGENT, T0, _obs(members=())).kind == "unverified"
+    assert (
+        revalidate(MANIFEST, AGENT, T0, _obs(corpus_watermark=None), scope=FOLLOW_UP).kind
+        == "unverified"
+    )
+    assert revalidate(MANIFEST, AGENT, T0, _obs(members=()), scope=FOLLOW_UP).kind == "unverified"
 
 
 def test_expiry_alone_requires_a_refresh():
-    v = revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=5), _obs())
+    v = revalidate(MANIFEST, AGENT, T0 + timedelta(minutes=5), _obs(), scope=FOLLOW_UP)
     assert v.kind == "refresh_required" and v.reasons == (
         f"expired at {MANIFEST.expires_at.isoformat()}",
     )

@@ -139,6 +139,10 @@ def test_retrieval_params_defaults():
         ({"rank_constant": -1}, "rank_constant"),
         ({"rank_constant": float("nan")}, "rank_constant"),
         ({"rank_constant": float("inf")}, "rank_constant"),
+        # Issue 11, item 12: native rrf needs an integer >= 1; both paths accept the same values.
+        ({"rank_constant": 0}, "integer >= 1"),
+        ({"rank_constant": 1.5}, "integer >= 1"),
+        ({"rank_constant": 60.0}, "integer >= 1"),
     ],
 )
 def test_retrieval_params_refuses_bad_values(kwargs, message):
@@ -149,7 +153,7 @@ def test_retrieval_params_refuses_bad_values(kwargs, message):
 def test_retrieval_params_edges_are_allowed():
     assert RetrievalParams(window=100, num_candidates=100).window == 100
     assert RetrievalParams(num_candidates=MAX_NUM_CANDIDATES).num_candidates == MAX_NUM_CANDIDATES
-    assert RetrievalParams(rank_constant=0).rank_constant == 0
+    assert RetrievalParams(rank_constant=1).rank_constant == 1
 
 
 # --- builders ---------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ import pytest
 
 from hybrid_es.client import make_client
 from hybrid_es.errors import AuthenticationError, BadQueryError
+from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
 from hybrid_es.policy import authorize
-from hybrid_es.searcher import query_hash
 from hybrid_es.settings import Settings
 from hybrid_es.traces import (
     MAX_TEXT_CHARS,
@@ -93,7 +93,7 @@ def _hit(rank: int, doc_id: str, *, tenant: str = "demo-A", **kw: Any) -> Hit:
 
 def _response(*hits: Hit, timings: dict[str, float] | None = None) -> SearchResponse:
     return SearchResponse(
-        query_hash=query_hash("KYO-H12 April roll-in shower rate"),
+        query_hash=keyed_digest(PROCESS_KEY, "KYO-H12 April roll-in shower rate"),
         fusion_path="client-rrf",
         fusion_reason="auto: no native rrf retriever (licence or module), fused client-side",
         reranked=False,
@@ -117,7 +117,11 @@ def test_search_trace_records_hits_with_provenance_and_stage_latencies():
     assert doc["@timestamp"] == "2026-04-01T09:00:00.000+00:00"
     assert doc["trace_id"] == "t1"
     assert doc["operation"] == "search"
-    assert (doc["tenant"], doc["principal_id"], doc["scope_version"]) == ("demo-A", "agent-1", "1")
+    assert (doc["tenant"], doc["principal_id"], doc["scope_version"]) == (
+        "demo-A",
+        "agent-1",
+        AGENT.scope_version,
+    )
     assert doc["query_hash"] == resp.query_hash
     assert doc["fusion_path"] == "client-rrf"
     assert doc["reranked"] is False
@@ -386,7 +390,9 @@ def test_hook_never_raises_and_counts_what_it_could_not_build():
     )
     stats = writer.close()
     assert stats.errors >= 2  # the unbuildable packet trace, and the refused connection
-    assert stats.dropped == 4 and stats.written == 0
+    # The two refused queries are counted, never traced: the trace and the packet are dropped.
+    assert stats.refused == {"BadQueryError": 2}
+    assert stats.dropped == 2 and stats.written == 0
 
 
 def test_error_hook_hashes_like_the_searcher():
@@ -401,7 +407,7 @@ def test_error_hook_hashes_like_the_searcher():
     tracer = search_hook(writer, clock=lambda: NOW)
     tracer.on_error(AGENT, "  KYO-H12\tApril  ", RuntimeError("x"))
     writer.close()
-    assert seen[0]["query_hash"] == query_hash("KYO-H12 April")
+    assert seen[0]["query_hash"] == keyed_digest(PROCESS_KEY, "KYO-H12 April")
     assert seen[0]["@timestamp"] == "2026-04-01T09:00:00.000+00:00"
     assert "query_text" not in seen[0]
 

@@ -1,0 +1,76 @@
+"""Where each tenant's records live: the index layout. Pure.
+
+Two modes (``HYBRID_ES_TENANCY``):
+
+- ``index-per-tenant`` (the default): every tenant's chunks live in an index of their own,
+  ``<chunks>-t-<tenant>``. BM25 statistics (document frequencies, average lengths) are then per
+  tenant, so one tenant's scores cannot move when another tenant writes: in a shared index they
+  do, and a score becomes a side channel that tells which words occur in another tenant's
+  corpus, deleted and embargoed records included. Costs one index (one primary shard, plus its
+  replicas) per tenant.
+- ``shared``: one chunks index for all tenants, isolated by the tenant filter inside every leaf
+  and by the tenant in every stored id. Cheaper in shards; for many small tenants, where the
+  score side channel is an accepted risk. See ``docs/tenancy.md`` for the trade-off.
+
+Packets, traces and the corpus state are not scored and are keyed by tenant, so they stay in one
+index each in both modes.
+
+Index names must be lowercase, while tenant ids may have capitals: the tenant part of an index
+name escapes ``_`` as ``__`` and a capital ``X`` as ``_x``, which keeps names readable and
+distinct for distinct tenants (``demo-A`` -> ``demo-_a``, ``demo-a`` -> ``demo-a``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from hybrid_es.models import check_tenant
+
+TenancyMode = Literal["shared", "index-per-tenant"]
+TENANCY_MODES: tuple[TenancyMode, ...] = ("shared", "index-per-tenant")
+TENANT_INDEX_INFIX = "-t-"
+
+
+def index_part(tenant: str) -> str:
+    """The tenant as it appears in an index name (lowercase, injective)."""
+    check_tenant(tenant)
+    out = []
+    for c in tenant:
+        if c == "_":
+            out.append("__")
+        elif c.isupper():
+            out.append("_" + c.lower())
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    """Index names for one deployment; ``chunks_for`` gives a tenant's chunks index."""
+
+    chunks: str = "hybrid-es-chunks"
+    packets: str = "hybrid-es-packets"
+    traces: str = "hybrid-es-traces"
+    corpus_state: str = "hybrid-es-corpus-state"
+    mode: TenancyMode = "index-per-tenant"
+
+    def __post_init__(self) -> None:
+        if self.mode not in TENANCY_MODES:
+            raise ValueError(f"tenancy must be one of {TENANCY_MODES}, got {self.mode!r}")
+
+    @classmethod
+    def fixed(cls, chunks: str, **others: str) -> IndexLayout:
+        """Every tenant in one given chunks index (tests, evaluation collections)."""
+        return cls(chunks=chunks, mode="shared", **others)
+
+    def chunks_for(self, tenant: str) -> str:
+        if self.mode == "shared":
+            check_tenant(tenant)
+            return self.chunks
+        return f"{self.chunks}{TENANT_INDEX_INFIX}{index_part(tenant)}"
+
+    def chunks_pattern(self) -> str:
+        """A pattern that matches every tenant's chunks index (operators, bootstrap checks)."""
+        return self.chunks if self.mode == "shared" else f"{self.chunks}{TENANT_INDEX_INFIX}*"

@@ -1,0 +1,143 @@
+"""Reading traces back, scoped to the caller.
+
+A trace records what one caller saw (the chunk ids of their hits, their packet verdicts), so it
+is readable by that caller only: a principal reads the traces of their own tenant and user id. A
+principal with the operator role (``models.OPERATOR_ROLE``) reads every tenant's traces, or one
+tenant's. A trace outside the caller's scope is indistinguishable from one that does not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from hybrid_es.errors import BadQueryError, TraceNotFoundError, translate_es_error
+from hybrid_es.models import Principal
+
+ID_CHARS = 12
+"""Trace ids are shown (and may be given to ``show``) as their first 12 characters."""
+PACKET_OPERATIONS = ("packet_build", "packet_validate")
+
+
+def scope_filter(principal: Principal, tenant: str | None = None) -> list[dict[str, Any]]:
+    """The filter that confines a trace query to what ``principal`` may read (pure).
+
+    ``tenant`` narrows an operator's view to one tenant; for anyone else it can only narrow
+    their own view further (another tenant gives nothing).
+    """
+    if principal.is_operator:
+        return [] if tenant is None else [{"term": {"tenant": tenant}}]
+    own = [
+        {"term": {"tenant": principal.tenant}},
+        {"term": {"principal_id": principal.user_id}},
+    ]
+    return own if tenant in (None, principal.tenant) else [*own, {"term": {"tenant": tenant}}]
+
+
+class TraceReader:
+    """Queries over the traces index for one caller at a time."""
+
+    def __init__(self, client: Elasticsearch, index: str, *, url: str = "") -> None:
+        self.client = client
+        self.index = index
+        self.url = url
+
+    def _search(self, **body: Any) -> dict[str, Any]:
+        try:
+            resp = self.client.search(index=self.index, **body)
+        except Exception as exc:
+            raise translate_es_error(
+                exc, url=self.url, what=f"reading traces from {self.index}"
+            ) from exc
+        return dict(resp.body)
+
+    def tail(
+        self,
+        principal: Principal,
+        *,
+        n: int = 20,
+        errors: bool = False,
+        tenant: str | None = None,
+        candidates: bool = True,
+    ) -> list[dict[str, Any]]:
+        """The caller's ``n`` most recent traces, oldest first (like tail)."""
+        if not 1 <= n <= 1000:
+            raise BadQueryError(f"n must be 1..1000, got {n}")
+        filters = scope_filter(principal, tenant)
+        if errors:
+            filters.append({"exists": {"field": "error"}})
+        body: dict[str, Any] = {
+            "query": {"bool": {"filter": filters}},
+            "sort": [{"@timestamp": "desc"}, {"trace_id": "asc"}],
+            "size": n,
+        }
+        if not candidates:
+            body["source_excludes"] = ["candidates", "query_text"]
+        docs = [h["_source"] for h in self._search(**body)["hits"]["hits"]]
+        docs.reverse()
+        return docs
+
+    def show(self, principal: Principal, trace_id: str) -> dict[str, Any]:
+        """One of the caller's traces by id or id prefix. Raises TraceNotFoundError when the
+        caller has none by that id (whether or not someone else has), BadQueryError when the
+        prefix is empty or matches more than one."""
+        wanted = trace_id.strip().lower()
+        if not wanted:
+            raise BadQueryError("give a trace id (see `hybrid-es traces tail`)")
+        match = (
+            {"prefix": {"trace_id": wanted}} if len(wanted) < 32 else {"term": {"trace_id": wanted}}
+        )
+        docs = [
+            h["_source"]
+            for h in self._search(
+                query={"bool": {"filter": [match, *scope_filter(principal)]}},
+                size=2,
+                sort=[{"@timestamp": "desc"}],
+            )["hits"]["hits"]
+        ]
+        if not docs:
+            raise TraceNotFoundError(
+                f"no trace {trace_id!r}", hint="`hybrid-es traces tail` lists recent ones"
+            )
+        if len(docs) > 1:
+            raise BadQueryError(f"{trace_id!r} matches more than one trace; give more characters")
+        return dict(docs[0])
+
+    def packet_stats(self, principal: Principal, *, tenant: str | None = None) -> dict[str, Any]:
+        """Reuse rate, verdict counts and packet build/validate p50/p95 over the caller's
+        traces: ``{"reuse_rate", "verdicts", "latency_ms": {op: {count, p50, p95}}}``."""
+        filters = [
+            {"terms": {"operation": list(PACKET_OPERATIONS)}},
+            *scope_filter(principal, tenant),
+        ]
+        aggs: dict[str, Any] = {
+            "reuse_rate": {"avg": {"field": "packet_reuse"}},
+            "verdicts": {"terms": {"field": "packet_verdict", "size": 10}},
+        }
+        for op in PACKET_OPERATIONS:
+            aggs[op] = {
+                "filter": {"term": {"operation": op}},
+                "aggs": {
+                    "ms": {"percentiles": {"field": f"latency_ms.{op}", "percents": [50, 95]}}
+                },
+            }
+        found = self._search(
+            size=0, query={"bool": {"filter": filters}}, aggs=aggs, ignore_unavailable=True
+        )
+        out = found.get("aggregations", {})
+        ops: dict[str, dict[str, Any]] = {}
+        for op in PACKET_OPERATIONS:
+            values = out.get(op, {}).get("ms", {}).get("values", {})
+            ops[op] = {
+                "count": out.get(op, {}).get("doc_count", 0),
+                "p50": values.get("50.0"),
+                "p95": values.get("95.0"),
+            }
+        return {
+            "reuse_rate": out.get("reuse_rate", {}).get("value"),
+            "verdicts": {
+                b["key"]: b["doc_count"] for b in out.get("verdicts", {}).get("buckets", [])
+            },
+            "latency_ms": ops,
+        }
