@@ -16,6 +16,15 @@ from hybrid_es.models import Principal
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+LONG_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+"""``HYPOTHESIS_PROFILE=long`` runs the properties at scale (on demand, not in CI)."""
+
+
+def examples(ci: int) -> int:
+    """Hypothesis examples for a property: its CI count, or 10,000 in the long profile."""
+    return 10_000 if LONG_PROFILE else ci
+
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

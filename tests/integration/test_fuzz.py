@@ -24,7 +24,7 @@ from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.queries import MAX_QUERY_CHARS
 from hybrid_es.searcher import HybridSearcher
 from hybrid_es.traces import TraceWriter, search_hook
-from tests.conftest import ingest_as_owners, travel_documents
+from tests.conftest import examples, ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -121,7 +121,7 @@ def _check_in_scope(principal: Principal, resp: SearchResponse) -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -251,3 +251,23 @@ def test_an_ingest_killed_between_its_writes_and_the_watermark_still_moves_it(
     assert out["skipped_unchanged"] == 1  # the rerun writes nothing ...
     after = state.read("demo-A")
     assert after.watermark == before.watermark + 1 and after.pending == ()  # ... yet it moved
+
+
+def test_rejections_are_colour_on_a_terminal_and_plain_text_otherwise(fresh_indices, tmp_path):
+    # Issue 11, item 11: "[red]rejected[/red]" appeared literally on stderr.
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"id": "a", "body": "fine."}\n{broken\n', encoding="utf-8")
+    args = (str(path), "--tenant", "t", "--dry-run")
+    plain = subprocess.run(
+        _cli(*args), env=_env(fresh_indices), capture_output=True, text=True, timeout=300
+    )
+    assert "rejected" in plain.stderr and "line 2" in plain.stderr
+    assert "[red]" not in plain.stderr and "\x1b[" not in plain.stderr
+    coloured = subprocess.run(
+        _cli(*args),
+        env=_env(fresh_indices, FORCE_COLOR="1", TTY_COMPATIBLE="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "\x1b[31mrejected\x1b[0m" in coloured.stderr and "[red]" not in coloured.stderr

@@ -1,8 +1,11 @@
 """Property-based tenant isolation against the real cluster (hypothesis).
 
 Random tenants, ACLs, versions, validity windows, deletions, embargoes and queries: for every
-principal, no hit, leg result, reranker input, trace entry or packet member falls outside that
-principal's scope. The scope oracle below restates the rules independently of ``hybrid_es.policy``.
+principal and every fusion path the cluster runs, no hit, leg result, reranker input, trace
+entry or packet member falls outside that principal's scope. The scope oracle below restates the
+rules independently of ``hybrid_es.policy``.
+
+CI runs 12 examples; ``HYPOTHESIS_PROFILE=long`` runs 10,000 (``scripts/long_properties.sh``).
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.reranker import CrossEncoderReranker
 from hybrid_es.searcher import HybridSearcher
+from hybrid_es.tenancy import IndexLayout
 from hybrid_es.traces import search_trace
-from tests.conftest import HashEmbedder, ingest_as_owners
+from tests.conftest import HashEmbedder, examples, ingest_as_owners
 
 pytestmark = pytest.mark.integration
 
@@ -105,8 +109,47 @@ def _document(i: int, d: dict) -> Document:  # type: ignore[type-arg]
     )
 
 
+FUSION_PATHS = {
+    "client-rrf": {"fusion": "client", "fusion_method": "rrf"},
+    "client-linear": {"fusion": "client", "fusion_method": "linear"},
+}
+"""Every fusion path this cluster runs. The native rrf path joins where the engine has it (the
+OpenSearch dialect); here it is reported as unavailable by the capability probe."""
+
+
+@pytest.fixture(scope="module")
+def iso_world(es, bootstrapped, tiny_cross_encoder):  # type: ignore[no-untyped-def]
+    """One shared-tenancy index set for the whole property (the hardest case for isolation:
+    every tenant's records side by side); each example brings tenants of its own, so the records
+    of earlier examples are there too, as yet more records outside the caller's scope."""
+    tag = uuid.uuid4().hex[:8]
+    layout = IndexLayout(
+        chunks=f"hybrid-es-chunks-iso-{tag}",
+        packets=f"hybrid-es-packets-iso-{tag}",
+        corpus_state=f"hybrid-es-corpus-state-iso-{tag}",
+        mode="shared",
+    )
+    emb = HashEmbedder()
+    state = CorpusState(es, layout.corpus_state)
+    reranker = CrossEncoderReranker(tiny_cross_encoder)
+    searchers = {
+        name: HybridSearcher(es, emb, layout=layout, reranker=reranker, native_rrf=False, **kw)
+        for name, kw in FUSION_PATHS.items()
+    }
+    world = {
+        "ingestor": Ingestor(es, emb, layout=layout, corpus_state=state),
+        "searchers": searchers,
+        "service": PacketService(searchers["client-rrf"], PacketStore(es, layout.packets)),
+        "examples": 0,
+    }
+    yield world
+    es.indices.delete(
+        index=f"{layout.chunks},{layout.packets},{layout.corpus_state}", ignore_unavailable=True
+    )
+
+
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -115,35 +158,28 @@ def _document(i: int, d: dict) -> Document:  # type: ignore[type-arg]
     principals=st.lists(principal_st, min_size=1, max_size=3),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
 )
-def test_nothing_outside_scope_reaches_any_stage(
-    es, bootstrapped, tiny_cross_encoder, docs, principals, query
-):
-    tag = uuid.uuid4().hex[:8]
-    index, state_index, packets = (
-        f"hybrid-es-chunks-iso-{tag}",
-        f"hybrid-es-corpus-state-iso-{tag}",
-        f"hybrid-es-packets-iso-{tag}",
-    )
-    try:
-        emb = HashEmbedder()
-        ing = Ingestor(es, emb, index=index, corpus_state=CorpusState(es, state_index))
-        ingest_as_owners(ing, [_document(i, d) for i, d in enumerate(docs)], now=NOW)
-        CorpusState(es, state_index).bump("A", "test")
-        CorpusState(es, state_index).bump("B", "test")
-        allowed_by = {
-            p: {f"doc-{i}" for i, d in enumerate(docs) if in_scope(d, p)} for p in principals
-        }
-        searcher = HybridSearcher(
-            es,
-            emb,
-            index=index,
-            corpus_state_index=state_index,
-            reranker=CrossEncoderReranker(tiny_cross_encoder),
-            native_rrf=False,
+def test_nothing_outside_scope_reaches_any_stage(iso_world, docs, principals, query):
+    tag = uuid.uuid4().hex[:10]
+    tenant_of = {"A": f"A{tag}", "B": f"B{tag}"}  # this example's own tenants
+    iso_world["examples"] += 1
+    records = [
+        _document(i, d).model_copy(
+            update={"id": f"doc-{tag}-{i}", "tenant": tenant_of[d["tenant"]]}
         )
-        service = PacketService(searcher, PacketStore(es, packets))
-        for p in principals:
+        for i, d in enumerate(docs)
+    ]
+    ingest_as_owners(iso_world["ingestor"], records, now=NOW)
+    for t in tenant_of.values():
+        iso_world["ingestor"].corpus_state.bump(t, "test")
+    callers = [p.model_copy(update={"tenant": tenant_of[p.tenant]}) for p in principals]
+    allowed_by = {
+        c: {f"doc-{tag}-{i}" for i, d in enumerate(docs) if in_scope(d, p)}
+        for c, p in zip(callers, principals, strict=True)
+    }
+    for p in callers:
+        for path, searcher in iso_world["searchers"].items():
             resp = searcher.search(query, p, RequestScope(as_of=AS_OF), now=NOW, top_k=10)
+            assert resp.fusion_path == path
             seen = [
                 *resp.legs["sparse"],
                 *resp.legs["dense"],
@@ -153,19 +189,19 @@ def test_nothing_outside_scope_reaches_any_stage(
             trace = search_trace(p, resp, now=NOW, query_text=query)
             seen += [c["chunk_id"] for c in trace.get("candidates", [])]
             leaked = {c.split("::")[0] for c in seen} - allowed_by[p]
-            assert not leaked, f"{p} saw {leaked}"
+            assert not leaked, f"{path}: {p} saw {leaked}"
+            assert all(h.source["tenant"] == p.tenant for h in resp.hits)
             # And nothing in scope is over-filtered: every in-scope record sharing a query term
             # is found by the BM25 leg.
             expected = {
-                f"doc-{i}"
+                f"doc-{tag}-{i}"
                 for i, d in enumerate(docs)
-                if f"doc-{i}" in allowed_by[p] and _terms(" ".join(d["words"])) & _terms(query)
+                if f"doc-{tag}-{i}" in allowed_by[p]
+                and _terms(" ".join(d["words"])) & _terms(query)
             }
             assert expected <= {c.split("::")[0] for c in resp.legs["sparse"]}
-            stored = service.build(
-                f"CASE-{p.tenant}-{p.user_id}", "iso", query, p, RequestScope(as_of=AS_OF), now=NOW
-            )
-            members = {m.source_id for m in stored.manifest.members}
-            assert members <= allowed_by[p]
-    finally:
-        es.indices.delete(index=f"{index},{state_index},{packets}", ignore_unavailable=True)
+        stored = iso_world["service"].build(
+            f"CASE-{tag}", "iso", query, p, RequestScope(as_of=AS_OF), now=NOW
+        )
+        members = {m.source_id for m in stored.manifest.members}
+        assert members <= allowed_by[p]

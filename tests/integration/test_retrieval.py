@@ -88,6 +88,51 @@ def test_seed_fixture_gates_on_the_fused_ranking(es, embedder, fresh_indices, ti
     assert fused[-1].doc_id == "D4-generic-brochure"
 
 
+class KnownScorer:
+    """A deterministic reranker whose ranking is known in advance: a passage scores by the
+    phrases it holds. It stands in for a cross-encoder so the rerank stage itself is gated (the
+    model is not the subject here; the trained one is gated below, where the cache holds it)."""
+
+    model_name = "known-scorer"
+    weight = 1.0
+    scripts = None
+
+    def __init__(self, table: dict[str, float]) -> None:
+        self.table = table
+
+    def covers(self, query: str) -> tuple[bool, str]:
+        return True, "latin"
+
+    def score(self, query: str, passages):  # type: ignore[no-untyped-def]
+        return [max((v for k, v in self.table.items() if k in p), default=0.0) for p in passages]
+
+
+SEED_GAINS = {"q": {"D1-current-contract": 2, "D2-accessibility-note": 1, "D4-generic-brochure": 0}}
+TARGET = {"JPY 31,500": 3.0, "fold-down seat": 2.0, "cherry blossom": 1.0}
+"""Scores the contract above the accessibility note above the brochure: the seed's labels."""
+INVERTED = {"JPY 31,500": 1.0, "fold-down seat": 2.0, "cherry blossom": 3.0}
+
+
+def test_the_rerank_stage_is_gated_on_the_reranked_order(es, embedder, fresh_indices):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    good = _searcher(es, embedder, fresh_indices, reranker=KnownScorer(TARGET))
+    resp = good.search(QUERY, AGENT, STAY, now=NOW, top_k=5)
+    assert resp.reranked and resp.hits[0].rerank_score == 3.0
+    docs = [h.doc_id for h in resp.hits]
+    assert {"D1-current-contract", "D2-accessibility-note"} <= set(docs[:3])
+    assert docs[-1] == "D4-generic-brochure"  # the brief's post-rerank gate
+    ev = evaluate(SEED_GAINS, {"q": ranking_to_run(docs)})
+    assert ev.scores == {"recall@3": 1.0, "mrr": 1.0, "ndcg@3": 1.0}
+    # The same gate fails when the stage orders badly: it measures the reranked order, which
+    # follows the scorer and not the fused scores.
+    bad = _searcher(es, embedder, fresh_indices, reranker=KnownScorer(INVERTED))
+    worse = [h.doc_id for h in bad.search(QUERY, AGENT, STAY, now=NOW, top_k=5).hits]
+    assert worse[:3] == ["D4-generic-brochure", "D2-accessibility-note", "D1-current-contract"]
+    assert round(evaluate(SEED_GAINS, {"q": ranking_to_run(worse)}).scores["ndcg@3"], 6) == (
+        0.619906
+    )
+
+
 def test_seed_fixture_gates_after_a_trained_reranker(es, embedder, fresh_indices):
     model = os.environ.get("HYBRID_ES_TEST_RERANKER")
     if not model:

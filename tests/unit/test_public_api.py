@@ -41,9 +41,49 @@ def test_all_is_sorted():
     assert sorted(hybrid_es.__all__) == hybrid_es.__all__
 
 
-@pytest.mark.parametrize("name", EXPECTED)
-def test_every_public_name_resolves(name):
-    assert getattr(hybrid_es, name) is not None
+HOMES = {
+    "AuthorizationDecision": "hybrid_es.models",
+    "BadQueryError": "hybrid_es.errors",
+    "BulkIndexError": "hybrid_es.errors",
+    "CapabilityMissingError": "hybrid_es.errors",
+    "ConfigurationError": "hybrid_es.errors",
+    "EngineError": "hybrid_es.errors",
+    "EngineUnavailableError": "hybrid_es.errors",
+    "Hit": "hybrid_es.models",
+    "HybridEsError": "hybrid_es.errors",
+    "PolicyViolationError": "hybrid_es.errors",
+    "Principal": "hybrid_es.models",
+    "RequestScope": "hybrid_es.models",
+    "RetrievalParams": "hybrid_es.queries",
+    "SearchResponse": "hybrid_es.models",
+    "Settings": "hybrid_es.settings",
+    "TemplateConflictError": "hybrid_es.errors",
+    "authorize": "hybrid_es.policy",
+    "hybrid_linear": "hybrid_es.fusion",
+    "linear": "hybrid_es.fusion",
+    "policy_filter": "hybrid_es.policy",
+    "rrf": "hybrid_es.fusion",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOMES))
+def test_every_public_name_is_the_object_its_home_module_defines(name):
+    import importlib
+
+    home = importlib.import_module(HOMES[name])
+    obj = getattr(hybrid_es, name)
+    assert obj is getattr(home, name)
+    assert getattr(obj, "__module__", None) == HOMES[name]  # defined there, not re-exported
+
+
+def test_the_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    assert hybrid_es.__version__ == version("hybrid-es")
+
+
+def test_every_public_name_has_a_home():
+    assert sorted([*HOMES, "__version__"]) == EXPECTED
 
 
 def test_star_import_exports_exactly_all():

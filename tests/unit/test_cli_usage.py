@@ -1,0 +1,72 @@
+"""Bad CLI input is a usage error that names the option, says what was wrong and the expected
+form, and exits with the usage code (issue 11, item 14: these printed a type name such as
+"BadParameter" or "ValidationError" and "rerun with --debug"). No cluster is contacted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+CASES = [
+    (
+        ["search", "q", "--tenant", "demo-A", "--as-of", "2026-13-01"],
+        ["--as-of", "'2026-13-01' is not a date", "YYYY-MM-DD"],
+    ),
+    (
+        ["search", "q", "--tenant", "demo-A", "--stay", "X"],
+        ["--stay", "'X' is not a stay", "FROM..TO"],
+    ),
+    (
+        ["search", "q", "--tenant", "demo-A", "--stay", "2026-04-14..2026-04-10"],
+        ["--stay", "ends before it starts"],
+    ),
+    (
+        ["search", "q", "--tenant", "demo-A", "--stay", "2026-04-10..2026-04-3x"],
+        ["--stay", "'2026-04-3x' is not a date"],
+    ),
+    (["search", "q", "--tenant", ""], ["--tenant", "is not a valid tenant id", "letters, digits"]),
+    (["search", "q", "--tenant", "a::b"], ["--tenant", "is not a valid tenant id"]),
+    (["search", "q", "--tenant", "demo-A", "--user", " x"], ["--user", "surrounding whitespace"]),
+    (
+        [
+            "search",
+            "q",
+            "--tenant",
+            "demo-A",
+            "--as-of",
+            "2026-04-01",
+            "--stay",
+            "2026-04-01..2026-04-02",
+        ],
+        ["--as-of", "not both"],
+    ),
+    (
+        ["packet", "validate", "P-packet-v1", "--tenant", "demo-A", "--as-of", "tomorrow"],
+        ["--as-of", "'tomorrow' is not a date"],
+    ),
+    (["ingest", "x.jsonl", "--tenant", "demo-A", "--map", "doc_id"], ["--map", "SOURCE=TARGET"]),
+    (
+        ["ingest", "x.jsonl", "--tenant", "demo-A", "--default-acl", "all"],
+        ["--default-acl", "none or everyone"],
+    ),
+    (["traces", "tail"], ["--tenant", "--operator"]),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
+def test_bad_input_is_a_usage_error_naming_the_option(args, expected):
+    proc = subprocess.run(
+        [sys.executable, "-m", "hybrid_es.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "300", "HYBRID_ES_URL": "http://127.0.0.1:9"},
+    )
+    err = " ".join(proc.stderr.split())
+    assert proc.returncode == 2, proc.stderr
+    for part in expected:
+        assert part in err, (part, err)
+    for noise in ("BadParameter", "ValidationError", "--debug", "Traceback"):
+        assert noise not in err
