@@ -14,7 +14,7 @@ from hybrid_es.errors import (
     PolicyViolationError,
     TemplateConflictError,
 )
-from hybrid_es.fusion import hybrid_linear, linear, rrf
+from hybrid_es.retrieval.fusion import hybrid_linear, linear, rrf
 from hybrid_es.models import (
     AuthorizationDecision,
     Hit,
@@ -22,8 +22,8 @@ from hybrid_es.models import (
     RequestScope,
     SearchResponse,
 )
-from hybrid_es.policy import authorize, policy_filter
-from hybrid_es.queries import RetrievalParams
+from hybrid_es.retrieval.policy import authorize, policy_filter
+from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.settings import Settings
 
 __version__ = "0.1.0"

@@ -53,27 +53,27 @@ from elasticsearch import Elasticsearch
 from rich.console import Console
 from rich.table import Table
 
-from hybrid_es.beir import read_corpus
-from hybrid_es.chunking import Chunk
-from hybrid_es.client import make_client
-from hybrid_es.contextual import (
+from hybrid_es.ingest.beir import read_corpus
+from hybrid_es.ingest.chunking import Chunk
+from hybrid_es.cluster.client import make_client
+from hybrid_es.ingest.contextual import (
     Contextualizer,
     ContextUsage,
     ExtractiveContextualizer,
     Header,
     NoContextualizer,
 )
-from hybrid_es.cookbook import Codebase, load_codebase
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
+from hybrid_es.evaluation.cookbook import Codebase, load_codebase
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
 from hybrid_es.identity import chunk_key
-from hybrid_es.indexer import Ingestor, IngestReport, chunk_id
+from hybrid_es.ingest.indexer import Ingestor, IngestReport, chunk_id
 from hybrid_es.models import EVERYONE, Principal, RequestScope
-from hybrid_es.policy import policy_filter
-from hybrid_es.queries import RetrievalParams, knn_retriever, search_body
-from hybrid_es.reranker import CrossEncoderReranker
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.policy import policy_filter
+from hybrid_es.retrieval.queries import RetrievalParams, knn_retriever, search_body
+from hybrid_es.retrieval.reranker import CrossEncoderReranker
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

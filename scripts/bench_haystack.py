@@ -22,8 +22,8 @@ What the peer is fed, and what differs from ``hybrid-es eval``:
 
 - Text (``--text chunks``, the default): exactly our chunks' ``search_payload`` (the extractive
   context header -- title, identifiers, source -- then the chunk; chunks of 200 MiniLM tokens with
-  40 overlapping), built by the same pure functions (``hybrid_es.chunking.chunk_text``,
-  ``hybrid_es.ingest_plan.build_chunk_records``), one Haystack document per chunk, id = our chunk
+  40 overlapping), built by the same pure functions (``hybrid_es.ingest.chunking.chunk_text``,
+  ``hybrid_es.ingest.plan.build_chunk_records``), one Haystack document per chunk, id = our chunk
   id. A document's best chunk stands for it, as in ours. ``--text document`` instead feeds one
   document per corpus entry, ``title + "\\n" + text`` (the embedder truncates at 256 tokens).
 - BM25: Haystack's ``multi_match`` (``most_fields``, ``fuzziness`` "AUTO" by default) over the
@@ -35,12 +35,12 @@ What the peer is fed, and what differs from ``hybrid-es eval``:
 - Haystack runs the two retrievers one after the other (each a ``_search``; the kNN one pages 10
   hits at a time up to k), ours sends both legs in one ``_msearch``.
 - Ranker: Haystack scores the chunk's ``content`` (header + chunk) and orders by the
-  cross-encoder alone; ours scores ``title + chunk`` (``hybrid_es.reranker.rerank_passage``) and
+  cross-encoder alone; ours scores ``title + chunk`` (``hybrid_es.retrieval.reranker.rerank_passage``) and
   may blend with the fused score (the weight stored by ``hybrid-es reranker train``). Both
   truncate at ``--rerank-max-length`` tokens (256, ours).
 - No policy filter on the peer (ours filters inside every leaf and re-checks every hit).
 
-Quality: ``hybrid_es.metrics.evaluate`` (ranx; linear gains, zero-relevant queries excluded and
+Quality: ``hybrid_es.evaluation.metrics.evaluate`` (ranx; linear gains, zero-relevant queries excluded and
 counted), the same metrics as ``hybrid-es eval``. Latency: the whole ``Pipeline.run`` per query
 after a warm-up query, and each component's own run time from a Haystack tracer.
 
@@ -81,7 +81,7 @@ warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
 logging.getLogger("sentence_transformers.util.decorators").setLevel(logging.ERROR)
 
 EVAL_TENANT = "eval"
-"""The tenant hybrid-es evaluation collections are ingested for (``hybrid_es.collection``): its
+"""The tenant hybrid-es evaluation collections are ingested for (``hybrid_es.evaluation.collection``): its
 chunks are stored under ``<tenant>::<chunk id>`` (``hybrid_es.identity``)."""
 
 STAGES = ("text_embedder", "bm25", "dense", "joiner", "ranker", "pipeline")
@@ -107,7 +107,7 @@ def load_collection(
     """(qrels, queries, corpus Documents), cut to the first ``max_queries`` judged queries and,
     with ``max_docs``, to the documents judged relevant for them plus the first ``max_docs``
     others in corpus order."""
-    from hybrid_es.beir import read_corpus, read_qrels, read_queries
+    from hybrid_es.ingest.beir import read_corpus, read_qrels, read_queries
 
     qrels = read_qrels(root, split)
     if max_queries:
@@ -137,8 +137,8 @@ def haystack_documents(docs: list[Any], text: str, embedder_path: str) -> list[A
         ]
     from transformers import AutoTokenizer
 
-    from hybrid_es.chunking import chunk_text, token_counter
-    from hybrid_es.ingest_plan import build_chunk_records
+    from hybrid_es.ingest.chunking import chunk_text, token_counter
+    from hybrid_es.ingest.plan import build_chunk_records
 
     tokenizer = AutoTokenizer.from_pretrained(embedder_path)
     count = token_counter(lambda t: tokenizer(t, add_special_tokens=False)["input_ids"])
@@ -419,8 +419,8 @@ def run_pipeline(
     *,
     rerank: bool,
 ) -> dict[str, Any]:
-    from hybrid_es.evaluation import METRICS, percentile
-    from hybrid_es.metrics import evaluate
+    from hybrid_es.evaluation.runner import METRICS, percentile
+    from hybrid_es.evaluation.metrics import evaluate
 
     pipe.warm_up()
     run_one(pipe, "warm-up query", rerank)
@@ -556,7 +556,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.embedder_path = args.embedder_path or default_embedder()
-    from hybrid_es.embedder import quiet_transformers
+    from hybrid_es.retrieval.embedder import quiet_transformers
 
     quiet_transformers()
     name = args.dataset.resolve().name.lower().replace("_", "-")

@@ -26,16 +26,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.bootstrap import bootstrap
-from hybrid_es.capabilities import probe
-from hybrid_es.client import make_client
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.indexer import Ingestor
+from hybrid_es.cluster.bootstrap import bootstrap
+from hybrid_es.cluster.capabilities import probe
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import EVERYONE, Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
 
@@ -58,7 +58,7 @@ def _embedder(name: str) -> Any:
         from conftest import HashEmbedder
 
         return HashEmbedder()
-    from hybrid_es.embedder import make_embedder
+    from hybrid_es.retrieval.embedder import make_embedder
 
     e = make_embedder(name)
     e.embed_queries(["warm-up"])

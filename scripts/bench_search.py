@@ -44,14 +44,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hybrid_es.beir import CorpusReport, read_corpus, read_qrels, read_queries
-from hybrid_es.client import make_client
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.embedder import Embedder, MeteredEmbedder, make_embedder
-from hybrid_es.indexer import Ingestor
+from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_qrels, read_queries
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.retrieval.embedder import Embedder, MeteredEmbedder, make_embedder
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.reranker import CrossEncoderReranker
-from hybrid_es.searcher import MAX_TOP_K, HybridSearcher
+from hybrid_es.retrieval.reranker import CrossEncoderReranker
+from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 from hybrid_es.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_es.documents import Document
+from hybrid_es.ingest.documents import Document
 from hybrid_es.models import Principal
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -53,7 +53,7 @@ def owner(tenant: str) -> Principal:
 def ingest_as_owners(ingestor, docs, **kwargs):  # type: ignore[no-untyped-def]
     """Ingest documents of several tenants, each tenant's as that tenant (one run per tenant),
     and merge the reports (counts added, watermarks and failures joined)."""
-    from hybrid_es.indexer import IngestReport
+    from hybrid_es.ingest.indexer import IngestReport
 
     merged = IngestReport()
     by_tenant: dict[str, list[Document]] = {}
@@ -88,8 +88,8 @@ def settings():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="session")
 def es(settings):  # type: ignore[no-untyped-def]
     """A client for the cluster; fails loudly (never skips) when it is not running."""
-    from hybrid_es.capabilities import probe
-    from hybrid_es.client import make_client
+    from hybrid_es.cluster.capabilities import probe
+    from hybrid_es.cluster.client import make_client
     from hybrid_es.errors import HybridEsError
 
     client = make_client(settings)
@@ -102,14 +102,14 @@ def es(settings):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def caps(es, settings):  # type: ignore[no-untyped-def]
-    from hybrid_es.capabilities import probe
+    from hybrid_es.cluster.capabilities import probe
 
     return probe(es, url=settings.redacted_url())
 
 
 @pytest.fixture(scope="session")
 def bootstrapped(es, caps, settings):  # type: ignore[no-untyped-def]
-    from hybrid_es.bootstrap import bootstrap
+    from hybrid_es.cluster.bootstrap import bootstrap
 
     # The test cluster is the project's own and may hold templates from an older checkout (the
     # node's data directory is cached between runs): the tree's templates are the ones under test.
@@ -139,7 +139,7 @@ def wire(settings):  # type: ignore[no-untyped-def]
     cluster, captured at the transport rather than reconstructed from our own bookkeeping."""
     from elastic_transport import Urllib3HttpNode
 
-    from hybrid_es.client import make_client
+    from hybrid_es.cluster.client import make_client
 
     log: list[tuple[str, str, bytes]] = []
 
@@ -153,7 +153,7 @@ def wire(settings):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hybrid_es.embedder import make_embedder
+    from hybrid_es.retrieval.embedder import make_embedder
 
     return make_embedder("minilm")
 

@@ -15,13 +15,13 @@ from datetime import datetime
 
 from elasticsearch import Elasticsearch
 
-from hybrid_es.corpus_state import CorpusState
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import HybridEsError, error_reason, translate_es_error
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest
 from hybrid_es.packets.verdict import MemberState, Observations
-from hybrid_es.policy import POLICY_VERSION, authorize
+from hybrid_es.retrieval.policy import POLICY_VERSION, authorize
 
 _AUTH_RULES = {"tenant", "acl"}
 _FIELDS = [

@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
-from hybrid_es.chunking import estimate_tokens
+from hybrid_es.ingest.chunking import estimate_tokens
 from hybrid_es.packets.manifest import Manifest
 
 PREAMBLE = (

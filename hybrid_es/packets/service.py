@@ -35,7 +35,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from hybrid_es.corpus_state import CorpusState
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import (
     BadQueryError,
     ManifestConflictError,
@@ -54,8 +54,8 @@ from hybrid_es.packets.observe import observe
 from hybrid_es.packets.render import Rendered, render
 from hybrid_es.packets.store import PacketStore, Stored
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
-from hybrid_es.policy import POLICY_VERSION, policy_filter
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.policy import POLICY_VERSION, policy_filter
+from hybrid_es.retrieval.searcher import HybridSearcher
 
 log = logging.getLogger(__name__)
 

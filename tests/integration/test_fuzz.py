@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hybrid_es.corpus_state import CorpusState
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import BadQueryError
-from hybrid_es.indexer import Ingestor
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope, SearchResponse
-from hybrid_es.queries import MAX_QUERY_CHARS
-from hybrid_es.searcher import HybridSearcher
-from hybrid_es.traces import TraceWriter, search_hook
+from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
+from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.traces.documents import TraceWriter, search_hook
 from tests.conftest import examples, ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration

@@ -8,20 +8,20 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hybrid_es.anthropic_context import (
+from hybrid_es.ingest.anthropic_context import (
     DOCUMENT_PROMPT,
     PRICES,
     AnthropicContextualizer,
     cost_usd,
     document_text,
 )
-from hybrid_es.chunking import chunk_text, counter_for
-from hybrid_es.contextual import ExtractiveContextualizer, NoContextualizer, extractive_header
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.embedder import MeteredEmbedder
+from hybrid_es.ingest.chunking import chunk_text, counter_for
+from hybrid_es.ingest.contextual import ExtractiveContextualizer, NoContextualizer, extractive_header
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.embedder import MeteredEmbedder
 from hybrid_es.identity import chunk_key
-from hybrid_es.indexer import Ingestor, chunk_id
+from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from tests.conftest import owner
 from tests.fixtures.messages_stand_in import MessagesStandIn
 

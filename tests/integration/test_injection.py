@@ -11,13 +11,13 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.indexer import Ingestor
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import ingest_as_owners, owner, travel_documents
 
 pytestmark = pytest.mark.integration

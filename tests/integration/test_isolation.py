@@ -3,7 +3,7 @@
 Random tenants, ACLs, versions, validity windows, deletions, embargoes and queries: for every
 principal and every fusion path the cluster runs, no hit, leg result, reranker input, trace
 entry or packet member falls outside that principal's scope. The scope oracle below restates the
-rules independently of ``hybrid_es.policy``.
+rules independently of ``hybrid_es.retrieval.policy``.
 
 CI runs 12 examples; ``HYPOTHESIS_PROFILE=long`` runs 10,000 (``scripts/long_properties.sh``).
 """
@@ -17,16 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.indexer import Ingestor
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
-from hybrid_es.reranker import CrossEncoderReranker
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.reranker import CrossEncoderReranker
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
-from hybrid_es.traces import search_trace
+from hybrid_es.traces.documents import search_trace
 from tests.conftest import HashEmbedder, examples, ingest_as_owners
 
 pytestmark = pytest.mark.integration

@@ -10,15 +10,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hybrid_es.bootstrap import bootstrap
-from hybrid_es.capabilities import probe
-from hybrid_es.client import make_client
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
+from hybrid_es.cluster.bootstrap import bootstrap
+from hybrid_es.cluster.capabilities import probe
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
 from hybrid_es.errors import EngineUnavailableError, HybridEsError, SearchTimeoutError
-from hybrid_es.indexer import Ingestor
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import HashEmbedder, owner
 
 pytestmark = pytest.mark.integration
@@ -110,7 +110,7 @@ def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_o
 
 
 def ing_records(ing: Ingestor, doc: Document) -> list[dict[str, object]]:
-    from hybrid_es.indexer import build_chunk_records
+    from hybrid_es.ingest.indexer import build_chunk_records
 
     return build_chunk_records(
         doc, now=NOW, embedding_model="x", size=ing.chunk_size, overlap=ing.overlap

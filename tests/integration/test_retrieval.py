@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from hybrid_es.corpus_state import CorpusState
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import (
     BadQueryError,
     CapabilityMissingError,
@@ -15,11 +15,11 @@ from hybrid_es.errors import (
     ModelError,
     UnknownTenantError,
 )
-from hybrid_es.indexer import Ingestor
-from hybrid_es.metrics import evaluate, ranking_to_run
+from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.reranker import CrossEncoderReranker
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.reranker import CrossEncoderReranker
+from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration
@@ -205,7 +205,7 @@ def test_a_chinese_query_over_the_chinese_fixture(es, embedder, fresh_indices):
 
 
 def test_the_multilingual_e5_embedder_end_to_end(es, fresh_indices):
-    from hybrid_es.embedder import make_embedder
+    from hybrid_es.retrieval.embedder import make_embedder
 
     e5 = make_embedder("e5")
     _ingest(
@@ -251,7 +251,7 @@ def test_document_level_security_holds_without_the_client_filter(
 ):
     """reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
     filter at all: document-level security alone keeps demo-A's records out."""
-    from hybrid_es.client import make_client
+    from hybrid_es.cluster.client import make_client
 
     _ingest(es, embedder, fresh_indices, travel_documents())
     reader = make_client(settings.model_copy(update={"username": "reader-demo-B"}))
@@ -305,7 +305,7 @@ def test_bad_input_gets_specific_errors(es, embedder, fresh_indices):
 
 
 def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indices):
-    from hybrid_es.embedder import E5Embedder
+    from hybrid_es.retrieval.embedder import E5Embedder
 
     _ingest(es, embedder, fresh_indices, travel_documents("D4-generic-brochure"))
     es.indices.put_mapping(

@@ -21,17 +21,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hybrid_es.capabilities import probe
-from hybrid_es.client import make_client
+from hybrid_es.cluster.capabilities import probe
+from hybrid_es.cluster.client import make_client
 from hybrid_es.errors import (
     AuthenticationError,
     EngineUnavailableError,
     HybridEsError,
 )
 from hybrid_es.models import Principal
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
-from hybrid_es.traces import TraceWriter, search_error_trace, search_hook
+from hybrid_es.traces.documents import TraceWriter, search_error_trace, search_hook
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +101,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_ES_")}
     base.update({"COLUMNS": "200", "HYBRID_ES_MAX_RETRIES": "0"})
     return subprocess.run(
-        [sys.executable, "-c", "from hybrid_es.cli import main; main()", *args],
+        [sys.executable, "-c", "from hybrid_es.cli.main import main; main()", *args],
         env={**base, **env},
         capture_output=True,
         text=True,
@@ -155,7 +155,7 @@ def test_a_trace_never_keeps_a_secret_from_a_foreign_exception():
 
 
 def test_kibana_import_errors_never_show_the_secret(all_logs):
-    from hybrid_es.kibana import import_saved_objects
+    from hybrid_es.cluster.kibana import import_saved_objects
 
     with pytest.raises(EngineUnavailableError) as info:
         import_saved_objects(f"http://kibana:{SECRET}@{DEAD}", Settings(password=SECRET))

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from hybrid_es.cli_traces import app as traces_app
-from hybrid_es.client import make_client
-from hybrid_es.corpus_state import CorpusState
+from hybrid_es.cli.traces import app as traces_app
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import (
     BadQueryError,
     EngineUnavailableError,
@@ -24,11 +24,11 @@ from hybrid_es.errors import (
     TraceNotFoundError,
     UnknownTenantError,
 )
-from hybrid_es.indexer import Ingestor
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
-from hybrid_es.traces import TraceWriter, search_hook
+from hybrid_es.traces.documents import TraceWriter, search_hook
 from tests.conftest import ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration

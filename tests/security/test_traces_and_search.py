@@ -16,10 +16,10 @@ from hybrid_es.errors import (
 from hybrid_es.hashing import keyed_digest
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import OPERATOR_ROLE, Principal, RequestScope
-from hybrid_es.queries import RetrievalParams
-from hybrid_es.searcher import REFUSED_ANSWER, HybridSearcher
-from hybrid_es.trace_reader import TraceReader
-from hybrid_es.traces import TraceWriter, search_hook
+from hybrid_es.retrieval.queries import RetrievalParams
+from hybrid_es.retrieval.searcher import REFUSED_ANSWER, HybridSearcher
+from hybrid_es.traces.reader import TraceReader
+from hybrid_es.traces.documents import TraceWriter, search_hook
 from tests.conftest import HashEmbedder, owner
 from tests.security.conftest import AGENT_A, AGENT_B, MANAGER, NOW, QUERY, SCOPE, World, make_world
 
@@ -98,7 +98,7 @@ def test_scores_do_not_depend_on_another_tenants_documents_in_the_default_mode(
 ):
     # J: measured before: tenant A's BM25 score for a word dropped from 5.75 to 3.64 when tenant
     # B ingested three deleted or embargoed documents that contain it.
-    from hybrid_es.documents import Document
+    from hybrid_es.ingest.documents import Document
 
     w = make_world(es, mode)
     try:
@@ -148,7 +148,7 @@ def test_the_fail_closed_error_names_no_record(world: World, es, caplog):
         on_error=lambda p, q, exc, t: seen.append(f"{exc} {getattr(exc, 'hint', '')}"),
     )
     with (
-        caplog.at_level(logging.DEBUG, logger="hybrid_es.searcher"),
+        caplog.at_level(logging.DEBUG, logger="hybrid_es.retrieval.searcher"),
         pytest.raises(PolicyViolationError) as info,
     ):
         searcher.search(QUERY, MANAGER, SCOPE, now=NOW)
@@ -173,7 +173,7 @@ def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(
 ):
     # 13: check_model treated a 403 as "checked". A reader without view_index_metadata is now
     # checked against the embedding model stored on a chunk it may read.
-    from hybrid_es.client import make_client
+    from hybrid_es.cluster.client import make_client
     from hybrid_es.errors import ModelError
 
     reader = make_client(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_es.chunking import chunk_text, estimate_tokens
+from hybrid_es.ingest.chunking import chunk_text, estimate_tokens
 
 
 def _sentence(prefix: str, words: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.guardrail import STOP_WORDS, check_header, novel_terms
+from hybrid_es.ingest.guardrail import STOP_WORDS, check_header, novel_terms
 
 EN = (
     "Supplier contract KYO-H12 between the Kyoto Garden Hotel and ACME Travel. The April 2026 "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.anthropic_context import (
+from hybrid_es.ingest.anthropic_context import (
     CHUNK_PROMPT,
     MAX_HEADER_TOKENS,
     PRICES,
@@ -15,9 +15,9 @@ from hybrid_es.anthropic_context import (
     build_request,
     cost_usd,
 )
-from hybrid_es.chunking import chunk_text
-from hybrid_es.contextual import ContextUsage, extractive_header
-from hybrid_es.documents import Document
+from hybrid_es.ingest.chunking import chunk_text
+from hybrid_es.ingest.contextual import ContextUsage, extractive_header
+from hybrid_es.ingest.documents import Document
 from hybrid_es.errors import ConfigurationError, ModelError
 from tests.fixtures.messages_stand_in import MessagesStandIn
 

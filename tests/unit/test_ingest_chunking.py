@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.chunking import chunk_text, counter_for, estimate_tokens, token_counter
+from hybrid_es.ingest.chunking import chunk_text, counter_for, estimate_tokens, token_counter
 
 
 def test_token_counter_takes_a_count_or_the_tokens_and_memoises():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.chunking import Chunk, chunk_text, estimate_tokens
-from hybrid_es.code_outline import definitions, enclosing, is_code, summary
-from hybrid_es.contextual import (
+from hybrid_es.ingest.chunking import Chunk, chunk_text, estimate_tokens
+from hybrid_es.ingest.code_outline import definitions, enclosing, is_code, summary
+from hybrid_es.ingest.contextual import (
     MAX_HEADER_TOKENS,
     ContextUsage,
     ExtractiveContextualizer,
@@ -15,8 +15,8 @@ from hybrid_es.contextual import (
     fallback_version,
     made_by,
 )
-from hybrid_es.documents import Document
-from hybrid_es.guardrail import check_header, novel_terms
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.guardrail import check_header, novel_terms
 from tests.conftest import travel_documents
 
 RUST = """//! Executor for differential fuzzing.

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_es import loaders
+from hybrid_es.ingest import loaders
 from hybrid_es.errors import IngestError
-from hybrid_es.loaders import (
+from hybrid_es.ingest.loaders import (
     LoadOptions,
     LoadReport,
     detect_format,

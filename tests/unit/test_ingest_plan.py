@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hybrid_es.analysis import ANALYSIS_VERSION
-from hybrid_es.chunking import Chunk, chunk_text
-from hybrid_es.contextual import Header, fallback_version
-from hybrid_es.documents import Document
-from hybrid_es.ingest_plan import build_chunk_records, chunk_id, plan_document
+from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
+from hybrid_es.ingest.chunking import Chunk, chunk_text
+from hybrid_es.ingest.contextual import Header, fallback_version
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
 
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 MODEL = "model-a"

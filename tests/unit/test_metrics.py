@@ -2,7 +2,7 @@
 
 import pytest
 
-from hybrid_es.metrics import evaluate, ranking_to_run
+from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 
 GAINS = {"q": {"D1-current-contract": 2, "D2-accessibility-note": 1, "D4-generic-brochure": 0}}
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.policy import POLICY_VERSION, authorize, policy_filter
+from hybrid_es.retrieval.policy import POLICY_VERSION, authorize, policy_filter
 
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))

@@ -54,15 +54,15 @@ HOMES = {
     "PolicyViolationError": "hybrid_es.errors",
     "Principal": "hybrid_es.models",
     "RequestScope": "hybrid_es.models",
-    "RetrievalParams": "hybrid_es.queries",
+    "RetrievalParams": "hybrid_es.retrieval.queries",
     "SearchResponse": "hybrid_es.models",
     "Settings": "hybrid_es.settings",
     "TemplateConflictError": "hybrid_es.errors",
-    "authorize": "hybrid_es.policy",
-    "hybrid_linear": "hybrid_es.fusion",
-    "linear": "hybrid_es.fusion",
-    "policy_filter": "hybrid_es.policy",
-    "rrf": "hybrid_es.fusion",
+    "authorize": "hybrid_es.retrieval.policy",
+    "hybrid_linear": "hybrid_es.retrieval.fusion",
+    "linear": "hybrid_es.retrieval.fusion",
+    "policy_filter": "hybrid_es.retrieval.policy",
+    "rrf": "hybrid_es.retrieval.fusion",
 }
 
 

@@ -20,8 +20,8 @@ import pytest
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.policy import policy_filter
-from hybrid_es.queries import (
+from hybrid_es.retrieval.policy import policy_filter
+from hybrid_es.retrieval.queries import (
     ID_BOOST,
     ID_FIELDS,
     MAX_NUM_CANDIDATES,

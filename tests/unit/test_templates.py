@@ -10,8 +10,8 @@ import pytest
 
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.policy import authorize, policy_filter
-from hybrid_es.templates import (
+from hybrid_es.retrieval.policy import authorize, policy_filter
+from hybrid_es.cluster.templates import (
     ANALYSIS_TEMPLATE,
     HASH_KEY,
     TENANT_PLACEHOLDER,

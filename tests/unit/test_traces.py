@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from hybrid_es.client import make_client
+from hybrid_es.cluster.client import make_client
 from hybrid_es.errors import AuthenticationError, BadQueryError
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
-from hybrid_es.policy import authorize
+from hybrid_es.retrieval.policy import authorize
 from hybrid_es.settings import Settings
-from hybrid_es.traces import (
+from hybrid_es.traces.documents import (
     MAX_TEXT_CHARS,
     STAGES,
     TraceWriter,

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hybrid_es.analysis import client_terms
+from hybrid_es.retrieval.analysis import client_terms
 from hybrid_es.errors import BadQueryError, PolicyViolationError
-from hybrid_es.fusion import DEFAULT_RANK_CONSTANT
-from hybrid_es.identifiers import extract_identifiers
+from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
+from hybrid_es.retrieval.identifiers import extract_identifiers
 
 MAX_QUERY_CHARS = 2000
 """Longer queries are refused: no useful question is this long, and BM25 cost grows with terms."""

@@ -16,7 +16,7 @@ take the number from the label (``version_from_label``: the last number in it).
 
 Formats (``load_documents`` picks one from the path when asked for ``auto``):
 
-- ``jsonl``: a file, one :class:`~hybrid_es.documents.Document` as a JSON object per line.
+- ``jsonl``: a file, one :class:`~hybrid_es.ingest.documents.Document` as a JSON object per line.
 - ``beir``: a folder with ``corpus.jsonl`` (``_id``, ``title``, ``text``); one tenant for all.
 - ``folder``: a folder of ``.txt``/``.md`` files, searched recursively (hidden entries skipped).
   The id is the file's path under the folder (``contracts/kyo-h12.md``), the title the first
@@ -36,9 +36,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from hybrid_es.beir import read_corpus
-from hybrid_es.code_outline import CODE_SUFFIXES
-from hybrid_es.documents import MAX_DOCUMENT_BYTES, Document, validation_summary
+from hybrid_es.ingest.beir import read_corpus
+from hybrid_es.ingest.code_outline import CODE_SUFFIXES
+from hybrid_es.ingest.documents import MAX_DOCUMENT_BYTES, Document, validation_summary
 from hybrid_es.errors import IngestError
 
 Format = Literal["auto", "jsonl", "beir", "folder"]

@@ -28,9 +28,9 @@ from typing import Any, Literal
 from elasticsearch import ApiError, Elasticsearch
 
 from hybrid_es import fusion as fusion_mod
-from hybrid_es.capabilities import _retriever_works
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.embedder import Embedder
+from hybrid_es.cluster.capabilities import _retriever_works
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.errors import (
     AuthenticationError,
     BadQueryError,
@@ -53,8 +53,8 @@ from hybrid_es.models import (
     RequestScope,
     SearchResponse,
 )
-from hybrid_es.policy import authorize, policy_filter
-from hybrid_es.queries import (
+from hybrid_es.retrieval.policy import authorize, policy_filter
+from hybrid_es.retrieval.queries import (
     RetrievalParams,
     assert_policy,
     clean_query,
@@ -63,7 +63,7 @@ from hybrid_es.queries import (
     search_body,
     standard_retriever,
 )
-from hybrid_es.reranker import Reranker, rerank_passage
+from hybrid_es.retrieval.reranker import Reranker, rerank_passage
 from hybrid_es.tenancy import IndexLayout
 
 FusionMode = Literal["auto", "native", "client"]

@@ -39,7 +39,7 @@ def settings() -> Settings:
 
 
 def client(s: Settings) -> Any:
-    from hybrid_es.client import make_client
+    from hybrid_es.cluster.client import make_client
 
     return make_client(s)
 
@@ -138,7 +138,7 @@ def tracer(s: Settings) -> Any:
     if "tracer" not in _process:
         import atexit
 
-        from hybrid_es.traces import TraceWriter, search_hook
+        from hybrid_es.traces.documents import TraceWriter, search_hook
 
         writer = TraceWriter(client(s), s.traces_index)
         atexit.register(writer.close, 5.0)
@@ -163,9 +163,9 @@ def make_searcher(
 ) -> Any:
     """A HybridSearcher for the configured indices; ``warm`` loads its model up front (commands
     that may not embed at all, such as ``packet show``, leave it to load on first use)."""
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.reranker import CrossEncoderReranker
-    from hybrid_es.searcher import HybridSearcher
+    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.retrieval.reranker import CrossEncoderReranker
+    from hybrid_es.retrieval.searcher import HybridSearcher
 
     mode = fusion or s.fusion
     if mode not in ("auto", "native", "client"):

@@ -3,7 +3,7 @@
 :func:`build_chunk_records` gives the stored form of a document's chunks (seed 002's three text
 fields, the ids, the three hashing markers and the policy fields); :func:`plan_document` decides,
 from what is stored, whether a document is skipped, written (with which deletes and supersede
-updates) or refused. ``hybrid_es.indexer`` does the I/O around them.
+updates) or refused. ``hybrid_es.ingest.indexer`` does the I/O around them.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from hybrid_es.analysis import ANALYSIS_VERSION, client_terms
-from hybrid_es.chunking import Chunk, chunk_text
-from hybrid_es.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
-from hybrid_es.documents import Document
-from hybrid_es.identifiers import extract_identifiers
+from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms
+from hybrid_es.ingest.chunking import Chunk, chunk_text
+from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
+from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.identifiers import extract_identifiers
 from hybrid_es.identity import chunk_id
 
 

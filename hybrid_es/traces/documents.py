@@ -52,7 +52,7 @@ from hybrid_es.errors import (
 )
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.models import Hit, Principal, SearchResponse
-from hybrid_es.queries import clean_query
+from hybrid_es.retrieval.queries import clean_query
 
 REFUSED = (BadQueryError, UnknownTenantError, AuthenticationError)
 """Errors that refuse a request before (or instead of) retrieval: counted, never traced."""
@@ -656,7 +656,7 @@ def search_hook(
     clock: Callable[[], datetime] = _utcnow,
     hash_key: bytes = PROCESS_KEY,
 ) -> SearchTracer:
-    """The ``on_response`` hook for :class:`~hybrid_es.searcher.HybridSearcher` (and, through
+    """The ``on_response`` hook for :class:`~hybrid_es.retrieval.searcher.HybridSearcher` (and, through
     ``.on_error``, its error hook). ``query_text`` comes from ``Settings.trace_query_text``;
     ``hash_key`` must be the searcher's, so failures group with successes."""
     return SearchTracer(writer, query_text=query_text, clock=clock, hash_key=hash_key)

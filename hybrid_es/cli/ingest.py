@@ -2,7 +2,7 @@
 
 Exit status: 0 when everything was read and written; 1 when some input was rejected or some
 write failed (each listed with its reason; the rest was written, and a rerun retries only what
-is missing or changed); 2 for an error that stopped the run (see ``hybrid_es.cli.main``).
+is missing or changed); 2 for an error that stopped the run (see ``hybrid_es.cli.main.main``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import (
+from hybrid_es.cli.common import (
     User,
     bad,
     client,
@@ -37,7 +37,7 @@ from hybrid_es.cli_common import (
 )
 
 if TYPE_CHECKING:
-    from hybrid_es.contextual import Contextualizer
+    from hybrid_es.ingest.contextual import Contextualizer
 
 
 class RateColumn(ProgressColumn):
@@ -51,14 +51,14 @@ class RateColumn(ProgressColumn):
 
 
 def _contextualizer(name: str, llm_model: str) -> Contextualizer:
-    from hybrid_es.contextual import ExtractiveContextualizer, NoContextualizer
+    from hybrid_es.ingest.contextual import ExtractiveContextualizer, NoContextualizer
 
     if name == "extractive":
         return ExtractiveContextualizer()
     if name == "none":
         return NoContextualizer()
     if name == "anthropic":
-        from hybrid_es.anthropic_context import AnthropicContextualizer
+        from hybrid_es.ingest.anthropic_context import AnthropicContextualizer
 
         return AnthropicContextualizer(model=llm_model)
     raise typer.BadParameter(
@@ -117,11 +117,11 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
-    from hybrid_es.chunking import chunk_text, counter_for
-    from hybrid_es.corpus_state import CorpusState
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.indexer import DEFAULT_ACLS, Ingestor
-    from hybrid_es.loaders import (
+    from hybrid_es.ingest.chunking import chunk_text, counter_for
+    from hybrid_es.cluster.corpus_state import CorpusState
+    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
+    from hybrid_es.ingest.loaders import (
         TEXT_SUFFIXES,
         LoadOptions,
         LoadReport,

@@ -15,7 +15,7 @@ and a changed one regenerates all of its chunks and headers and removes the ones
 
 A new version supersedes the old one (validity closed, ``superseded_by`` set) instead of
 overwriting it. The tenant's corpus watermark moves once per run that wrote something, after the
-index refresh (``hybrid_es.corpus_state`` explains the bracket that makes this crash-safe).
+index refresh (``hybrid_es.cluster.corpus_state`` explains the bracket that makes this crash-safe).
 A document without an ACL gets the ingest's default ACL (fail closed unless configured), and the
 report counts those documents. Every failed bulk item, and every document the contextualizer
 failed on, is reported with its reason. Calls to the cluster are retried as a whole on
@@ -42,15 +42,15 @@ from tenacity import (
     wait_exponential,
 )
 
-from hybrid_es.chunking import Chunk, chunk_text, counter_for
-from hybrid_es.contextual import (
+from hybrid_es.ingest.chunking import Chunk, chunk_text, counter_for
+from hybrid_es.ingest.contextual import (
     Contextualizer,
     ContextUsage,
     ExtractiveContextualizer,
 )
-from hybrid_es.corpus_state import CorpusState
-from hybrid_es.documents import Document
-from hybrid_es.embedder import Embedder
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.errors import (
     BulkIndexError,
     ConfigurationError,
@@ -58,7 +58,7 @@ from hybrid_es.errors import (
     translate_es_error,
 )
 from hybrid_es.identity import chunk_id, chunk_key, local_chunk_id
-from hybrid_es.ingest_plan import build_chunk_records, plan_document
+from hybrid_es.ingest.plan import build_chunk_records, plan_document
 from hybrid_es.models import EVERYONE, Principal
 from hybrid_es.tenancy import IndexLayout
 
@@ -118,7 +118,7 @@ class Ingestor:
     given chunks index (tests, evaluation collections). ``default_acl`` is the ACL of documents
     that name none (``()``: nobody; ``("*",)``: every user of the tenant). ``contextualizer``
     defaults to the extractive one; ``chunker`` to :func:`chunk_text` with the embedder's own
-    token count (:func:`~hybrid_es.chunking.counter_for`).
+    token count (:func:`~hybrid_es.ingest.chunking.counter_for`).
     """
 
     def __init__(

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import (
+from hybrid_es.cli.common import (
     AsOf,
     Booking,
     Groups,
@@ -58,7 +58,7 @@ def _root(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")
 @app.command()
 def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Probe the cluster and print what it can do."""
-    from hybrid_es.capabilities import probe
+    from hybrid_es.cluster.capabilities import probe
 
     s = settings()
     caps = probe(client(s), url=s.redacted_url())
@@ -94,8 +94,8 @@ def bootstrap(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Install templates, indices and roles idempotently, then print the capability report."""
-    from hybrid_es.bootstrap import bootstrap as run_bootstrap
-    from hybrid_es.capabilities import probe
+    from hybrid_es.cluster.bootstrap import bootstrap as run_bootstrap
+    from hybrid_es.cluster.capabilities import probe
 
     s = settings()
     es = client(s)
@@ -109,7 +109,7 @@ def bootstrap(
         raise
     imported = None
     if kibana and not check:
-        from hybrid_es.kibana import import_saved_objects
+        from hybrid_es.cluster.kibana import import_saved_objects
 
         imported = import_saved_objects(kibana, s)
     if as_json:

@@ -8,7 +8,7 @@ Contextualizers are pluggable (:class:`Contextualizer`):
   it defines), so it cannot introduce anything the document does not contain, and never longer
   than :data:`MAX_HEADER_TOKENS`. Pure.
 - :class:`NoContextualizer`: no header (the baseline the benchmark compares against).
-- ``AnthropicContextualizer`` (``hybrid_es.anthropic_context``): an LLM writes the header from the
+- ``AnthropicContextualizer`` (``hybrid_es.ingest.anthropic_context``): an LLM writes the header from the
   whole document (a cached prompt block) and the chunk; the guardrail checks it.
 
 Every header carries the prompt version that produced it, stored on the chunk as
@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from hybrid_es.chunking import Chunk, estimate_tokens
-from hybrid_es.code_outline import Definition, definitions, enclosing, is_code, summary
-from hybrid_es.documents import Document
-from hybrid_es.identifiers import extract_identifiers
+from hybrid_es.ingest.chunking import Chunk, estimate_tokens
+from hybrid_es.ingest.code_outline import Definition, definitions, enclosing, is_code, summary
+from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.identifiers import extract_identifiers
 
 EXTRACTIVE_PROMPT_VERSION = "extractive-v2"
 NO_HEADER_VERSION = "none-v1"
@@ -37,7 +37,7 @@ MAX_HEADER_DEFINES = 8
 MAX_HEADER_TOKENS = 100
 """The longest header, in tokens: seed 002 asks for a succinct context of 50 to 100 tokens. A
 longer LLM answer is refused (counted by the model's own ``usage.output_tokens``) and an
-extractive header is trimmed to fit (counted by :func:`~hybrid_es.chunking.estimate_tokens`). A
+extractive header is trimmed to fit (counted by :func:`~hybrid_es.ingest.chunking.estimate_tokens`). A
 shorter header is accepted: the 50 is what the prompt asks for, not a condition."""
 MAX_EXAMPLES = 20
 """Rejected headers kept in the report as examples (the count is always exact)."""
@@ -179,7 +179,7 @@ def extractive_header(doc: Document, chunk: Chunk, outline: _Outline | None = No
     path, document identifiers, names that recur, dates, validity and source; for code, its path,
     its own summary line and the definitions enclosing the chunk.
 
-    Never over :data:`MAX_HEADER_TOKENS` (as :func:`~hybrid_es.chunking.estimate_tokens` counts):
+    Never over :data:`MAX_HEADER_TOKENS` (as :func:`~hybrid_es.ingest.chunking.estimate_tokens` counts):
     a longer one loses its least useful parts first, one item at a time from the end: dates, then
     names (for code, the names the chunk defines), then identifiers; what is still too long is
     clipped at the limit (a very long title or section path)."""

@@ -1,7 +1,7 @@
 """Evaluating pipelines on a BEIR-layout collection: quality (through ranx) and latency per stage.
 
 The I/O is the searcher's; this module runs queries, turns hits into runs (a document's best
-chunk rank), and summarises. Metric conventions are those of ``hybrid_es.metrics``: linear gains,
+chunk rank), and summarises. Metric conventions are those of ``hybrid_es.evaluation.metrics``: linear gains,
 zero-relevant queries excluded and counted; failure rate = 1 - Recall@20 (seed 002).
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hybrid_es.collection import EVAL_PRINCIPAL
-from hybrid_es.metrics import evaluate
+from hybrid_es.evaluation.collection import EVAL_PRINCIPAL
+from hybrid_es.evaluation.metrics import evaluate
 from hybrid_es.models import RequestScope
-from hybrid_es.searcher import HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
 
 METRICS = ("ndcg@10", "recall@10", "recall@20", "recall@100", "mrr@10")
 PASS_AT_K = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10")

@@ -102,7 +102,7 @@ STOP_WORDS = frozenset({
     "chunk", "document", "section", "context", "summary", "part", "overview", "details", "note",
     "text", "passage", "excerpt", "paragraph", "page", "describes", "explains", "covers", "lists",
     "discusses", "defines", "contains", "specifies", "outlines", "concerns", "situated", "located",
-    # The labels of the extractive header (hybrid_es.contextual), so that it passes too.
+    # The labels of the extractive header (hybrid_es.ingest.contextual), so that it passes too.
     "file", "identifiers", "names", "dates", "valid", "source",
 })
 # fmt: on

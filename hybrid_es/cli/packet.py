@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import (
+from hybrid_es.cli.common import (
     AsOf,
     Booking,
     Groups,
@@ -268,7 +268,7 @@ def stats(
     as_json: Json = False,
 ) -> None:
     """Reuse rate, verdicts and packet build/validate p50/p95, from the caller's traces."""
-    from hybrid_es.trace_reader import TraceReader
+    from hybrid_es.traces.reader import TraceReader
 
     s = settings()
     principal = make_principal(tenant, user, operator=operator)

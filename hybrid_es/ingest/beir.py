@@ -6,7 +6,7 @@ The layout (https://github.com/beir-cellar/beir)::
     <root>/queries.jsonl       {"_id": ..., "text": ...}
     <root>/qrels/<split>.tsv   query-id <TAB> corpus-id <TAB> score, after one header line
 
-Corpus entries become :class:`~hybrid_es.documents.Document` s of one tenant. Entries with neither
+Corpus entries become :class:`~hybrid_es.ingest.documents.Document` s of one tenant. Entries with neither
 text nor title cannot be documents (the body may not be empty); they are counted, not hidden.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hybrid_es.documents import Document, validation_summary
+from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.errors import IngestError
 
 Qrels = dict[str, dict[str, int]]

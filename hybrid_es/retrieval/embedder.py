@@ -187,7 +187,7 @@ class MeteredEmbedder:
     def count_tokens(self, text: str) -> int:
         counter = getattr(self.inner, "count_tokens", None)
         if counter is None:
-            from hybrid_es.chunking import estimate_tokens
+            from hybrid_es.ingest.chunking import estimate_tokens
 
             return estimate_tokens(text)
         return int(counter(text))

@@ -13,7 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import client, console, emit_json, err_console, settings
 
 
 def eval_command(
@@ -55,11 +55,11 @@ def eval_command(
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
     import json
 
-    from hybrid_es.beir import read_qrels, read_queries
-    from hybrid_es.collection import EVAL_TENANT, collection_name, default_index, ingest_collection
-    from hybrid_es.cookbook import is_cookbook, load_codebase
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.evaluation import (
+    from hybrid_es.ingest.beir import read_qrels, read_queries
+    from hybrid_es.evaluation.collection import EVAL_TENANT, collection_name, default_index, ingest_collection
+    from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
+    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.evaluation.runner import (
         METRICS,
         PASS_AT_K,
         PIPELINES,
@@ -67,7 +67,7 @@ def eval_command(
         plot,
         run_pipeline,
     )
-    from hybrid_es.reranker import PRECISIONS, CrossEncoderReranker
+    from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
     wanted = [p.strip() for p in pipelines.split(",") if p.strip()]
     unknown = [p for p in wanted if p not in PIPELINES]
@@ -183,7 +183,7 @@ def _usd(cost: float | None) -> str:
 
 
 def _print(name: str, results: list[Any], machine: str) -> None:
-    from hybrid_es.evaluation import METRICS, STAGES
+    from hybrid_es.evaluation.runner import METRICS, STAGES
 
     names = list(results[0].metrics) if results else list(METRICS)
 

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli_common import (
+from hybrid_es.cli.common import (
     User,
     bad,
     client,
@@ -22,8 +22,8 @@ from hybrid_es.cli_common import (
     make_principal,
     settings,
 )
-from hybrid_es.trace_reader import ID_CHARS, TraceReader
-from hybrid_es.traces import STAGES
+from hybrid_es.traces.reader import ID_CHARS, TraceReader
+from hybrid_es.traces.documents import STAGES
 
 app = typer.Typer(
     add_completion=False,

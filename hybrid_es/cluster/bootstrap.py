@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
-from hybrid_es.capabilities import Capabilities
+from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.errors import TemplateConflictError, translate_es_error
 from hybrid_es.settings import Settings
-from hybrid_es.templates import (
+from hybrid_es.cluster.templates import (
     HASH_KEY,
     Template,
     diff,

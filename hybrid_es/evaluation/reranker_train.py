@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hybrid_es import fusion
-from hybrid_es.metrics import evaluate
+from hybrid_es.retrieval import fusion
+from hybrid_es.evaluation.metrics import evaluate
 
 BLEND_GRID = tuple(round(i / 10, 1) for i in range(11))
 
@@ -205,7 +205,7 @@ def init_model(base: str) -> tuple[Any, Any]:
     """A one-logit BertForSequenceClassification seeded from the encoder at ``base``."""
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from hybrid_es.embedder import quiet_transformers
+    from hybrid_es.retrieval.embedder import quiet_transformers
 
     quiet_transformers()
     tokenizer = AutoTokenizer.from_pretrained(base)

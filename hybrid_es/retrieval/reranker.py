@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from hybrid_es.analysis import dominant_script
-from hybrid_es.embedder import LazyModel, quiet_transformers
+from hybrid_es.retrieval.analysis import dominant_script
+from hybrid_es.retrieval.embedder import LazyModel, quiet_transformers
 
 Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
@@ -71,7 +71,7 @@ class CrossEncoderReranker:
     ``max_length`` tokens together with the query.
 
     ``weight`` is the cross-encoder's share when its scores are blended with the fused scores
-    (1.0: the cross-encoder's order alone; see :func:`hybrid_es.fusion.blend`).
+    (1.0: the cross-encoder's order alone; see :func:`hybrid_es.retrieval.fusion.blend`).
     """
 
     def __init__(

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hybrid_es.cli_common import client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import client, console, emit_json, err_console, settings
 
 app = typer.Typer(help="Train and inspect the cross-encoder reranker.", no_args_is_help=True)
 
@@ -60,12 +60,12 @@ def train_command(
 
     import torch
 
-    from hybrid_es.analysis import dominant_script
-    from hybrid_es.beir import read_qrels, read_queries
-    from hybrid_es.collection import default_index, ingest_collection
-    from hybrid_es.embedder import make_embedder
-    from hybrid_es.reranker import METADATA_FILE, CrossEncoderReranker
-    from hybrid_es.reranker_train import (
+    from hybrid_es.retrieval.analysis import dominant_script
+    from hybrid_es.ingest.beir import read_qrels, read_queries
+    from hybrid_es.evaluation.collection import default_index, ingest_collection
+    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.retrieval.reranker import METADATA_FILE, CrossEncoderReranker
+    from hybrid_es.evaluation.reranker_train import (
         TrainConfig,
         choose_weight,
         init_model,
@@ -185,8 +185,8 @@ def _first_chunks(
     es: Any, index: str, qrels: dict[str, dict[str, int]], ranked: dict[str, list[Any]]
 ) -> dict[str, str]:
     """The first chunk's passage of every relevant document the first stage missed."""
-    from hybrid_es.collection import EVAL_TENANT
-    from hybrid_es.reranker import rerank_passage
+    from hybrid_es.evaluation.collection import EVAL_TENANT
+    from hybrid_es.retrieval.reranker import rerank_passage
 
     found = {c.doc_id for cands in ranked.values() for c in cands}
     missing = sorted({d for docs in qrels.values() for d, g in docs.items() if g > 0} - found)
