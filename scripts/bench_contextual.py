@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import shlex
 import sys
@@ -53,9 +51,14 @@ from elasticsearch import Elasticsearch
 from rich.console import Console
 from rich.table import Table
 
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.evaluation.bench import machine
+from hybrid_es.evaluation.cookbook import Codebase, load_codebase
+from hybrid_es.evaluation.metering import MeteredEmbedder
+from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.chunking import Chunk
-from hybrid_es.cluster.client import make_client
 from hybrid_es.ingest.contextual import (
     Contextualizer,
     ContextUsage,
@@ -63,13 +66,10 @@ from hybrid_es.ingest.contextual import (
     Header,
     NoContextualizer,
 )
-from hybrid_es.evaluation.cookbook import Codebase, load_codebase
-from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.embedder import Embedder, MeteredEmbedder, Vectors, make_embedder
-from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.indexer import Ingestor, IngestReport, chunk_id
 from hybrid_es.models import EVERYONE, Principal, RequestScope
+from hybrid_es.retrieval.embedder import Embedder, Vectors, make_embedder
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams, knn_retriever, search_body
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
@@ -429,16 +429,10 @@ def main(argv: list[str] | None = None) -> int:
         console.width = max(console.width, 140)
     client = make_client(Settings())
     embedder = make_embedder(args.embedder)
-    node = next(iter(client.nodes.info(node_id="_local").body["nodes"].values()))
     out: dict[str, Any] = {
         "command": "python "
         + shlex.join(sys.argv if argv is None else ["scripts/bench_contextual.py", *argv]),
-        "machine": {
-            "nproc": len(os.sched_getaffinity(0)),
-            "platform": platform.platform(terse=True),
-            "python": platform.python_version(),
-            "es_version": node.get("version"),
-        },
+        "machine": machine(client),
         "embedder": embedder.model_id,
     }
     t = time.perf_counter()

@@ -35,14 +35,15 @@ What the peer is fed, and what differs from ``hybrid-es eval``:
 - Haystack runs the two retrievers one after the other (each a ``_search``; the kNN one pages 10
   hits at a time up to k), ours sends both legs in one ``_msearch``.
 - Ranker: Haystack scores the chunk's ``content`` (header + chunk) and orders by the
-  cross-encoder alone; ours scores ``title + chunk`` (``hybrid_es.retrieval.reranker.rerank_passage``) and
+  cross-encoder alone; ours scores ``title + chunk`` (``retrieval.reranker.rerank_passage``) and
   may blend with the fused score (the weight stored by ``hybrid-es reranker train``). Both
   truncate at ``--rerank-max-length`` tokens (256, ours).
 - No policy filter on the peer (ours filters inside every leaf and re-checks every hit).
 
-Quality: ``hybrid_es.evaluation.metrics.evaluate`` (ranx; linear gains, zero-relevant queries excluded and
-counted), the same metrics as ``hybrid-es eval``. Latency: the whole ``Pipeline.run`` per query
-after a warm-up query, and each component's own run time from a Haystack tracer.
+Quality: ``hybrid_es.evaluation.metrics.evaluate`` (ranx; linear gains, zero-relevant queries
+excluded and counted), the same metrics as ``hybrid-es eval``. Latency: the whole
+``Pipeline.run`` per query after a warm-up query, and each component's own run time from a
+Haystack tracer.
 
 Runs in the peer venv (``scripts/setup_peer.sh``: elasticsearch-haystack needs the 8.x client)::
 
@@ -81,7 +82,7 @@ warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
 logging.getLogger("sentence_transformers.util.decorators").setLevel(logging.ERROR)
 
 EVAL_TENANT = "eval"
-"""The tenant hybrid-es evaluation collections are ingested for (``hybrid_es.evaluation.collection``): its
+"""The tenant hybrid-es evaluation collections are ingested for (``evaluation.collection``): its
 chunks are stored under ``<tenant>::<chunk id>`` (``hybrid_es.identity``)."""
 
 STAGES = ("text_embedder", "bm25", "dense", "joiner", "ranker", "pipeline")
@@ -419,8 +420,8 @@ def run_pipeline(
     *,
     rerank: bool,
 ) -> dict[str, Any]:
-    from hybrid_es.evaluation.runner import METRICS, percentile
     from hybrid_es.evaluation.metrics import evaluate
+    from hybrid_es.evaluation.runner import METRICS, percentile
 
     pipe.warm_up()
     run_one(pipe, "warm-up query", rerank)

@@ -13,23 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import statistics
 import sys
 import threading
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.cluster.bootstrap import bootstrap
-from hybrid_es.cluster.capabilities import probe
-from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.evaluation.bench import bench_client, bench_embedder, machine, percentile
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import EVERYONE, Principal, RequestScope
@@ -52,27 +47,6 @@ TOPICS = [
 ]
 
 
-def _embedder(name: str) -> Any:
-    if name == "hash":
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-        from conftest import HashEmbedder
-
-        return HashEmbedder()
-    from hybrid_es.retrieval.embedder import make_embedder
-
-    e = make_embedder(name)
-    e.embed_queries(["warm-up"])
-    return e
-
-
-def _pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return 0.0
-    if len(xs) == 1:
-        return xs[0]
-    return statistics.quantiles(xs, n=100, method="inclusive")[int(q) - 1]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clients", type=int, default=4)
@@ -85,16 +59,14 @@ def main() -> int:
         ap.error("clients must be 1..32 and seconds 0..600 (the run is bounded)")
 
     s = Settings()
-    client = make_client(s, max_retries=2)
-    caps = probe(client, url=s.redacted_url())
-    bootstrap(client, caps, s, force=True)
+    client = bench_client(s, max_retries=2)
     tag = uuid.uuid4().hex[:8]
     index, state_index, packets = (
         f"hybrid-es-chunks-load-{tag}",
         f"hybrid-es-corpus-state-load-{tag}",
         f"hybrid-es-packets-load-{tag}",
     )
-    emb = _embedder(args.embedder)
+    emb = bench_embedder(args.embedder)
     state = CorpusState(client, state_index)
     layout = IndexLayout(chunks=index, packets=packets, corpus_state=state_index, mode=s.tenancy)
     # Synthetic records with no ACL of their own: every user of the tenant may read them.
@@ -183,15 +155,15 @@ def main() -> int:
         op: {
             "count": len(xs),
             "per_s": round(len(xs) / wall, 2),
-            "p50_ms": round(_pct(xs, 50), 1),
-            "p95_ms": round(_pct(xs, 95), 1),
-            "p99_ms": round(_pct(xs, 99), 1),
+            "p50_ms": round(percentile(xs, 50), 1),
+            "p95_ms": round(percentile(xs, 95), 1),
+            "p99_ms": round(percentile(xs, 99), 1),
         }
         for op, xs in lat.items()
     }
     result = {
         "command": " ".join(["python", "scripts/bench_load.py", *sys.argv[1:]]),
-        "nproc": os.cpu_count(),
+        "machine": machine(client),
         "clients": args.clients,
         "seconds": round(wall, 1),
         "embedder": getattr(emb, "model_id", args.embedder),

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import sys
 import time
@@ -31,7 +30,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
 from elasticsearch import Elasticsearch
 from rich.console import Console
 from rich.progress import (
@@ -44,12 +42,14 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_qrels, read_queries
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.retrieval.embedder import Embedder, MeteredEmbedder, make_embedder
+from hybrid_es.evaluation.bench import machine, summary
+from hybrid_es.evaluation.metering import MeteredEmbedder
+from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_qrels, read_queries
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
+from hybrid_es.retrieval.embedder import Embedder, make_embedder
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 from hybrid_es.settings import Settings
@@ -155,34 +155,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _machine(client: Elasticsearch) -> dict[str, Any]:
-    nodes = client.nodes.info(node_id="_local", filter_path="nodes.*.version")
-    node: dict[str, Any] = next(iter(nodes.body.get("nodes", {}).values()), {})
-    try:
-        licence = str(client.license.get().body["license"]["type"])
-    except Exception:
-        licence = "unknown"
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "platform": platform.platform(terse=True),
-        "python": platform.python_version(),
-        "es_version": str(node.get("version", "unknown")),
-        "es_license": licence,
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
 def _stats(values: list[float]) -> dict[str, float | int]:
-    if not values:
-        return {"n": 0}
-    a = np.asarray(values, dtype=float)
-    return {
-        "p50": round(float(np.percentile(a, 50)), 3),
-        "p95": round(float(np.percentile(a, 95)), 3),
-        "mean": round(float(a.mean()), 3),
-        "max": round(float(a.max()), 3),
-        "n": len(values),
-    }
+    return summary(values, digits=3)
 
 
 def _evaluate(
@@ -468,13 +442,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no BEIR collection at {args.dataset} (corpus.jsonl missing)")
     settings = Settings()
     client = make_client(settings)
-    machine = _machine(client)
+    ran_on = machine(client)
     embedder = make_embedder(args.embedder)
     import torch  # loaded by the models anyway; the thread count shapes every model timing
 
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    machine["torch_threads"] = torch.get_num_threads()
+    ran_on["torch_threads"] = torch.get_num_threads()
 
     qrels = read_qrels(args.dataset, args.split)
     queries = _select_queries(args, qrels)
@@ -483,14 +457,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         console.print(f"ingest: {ing['seconds']:.1f} s", highlight=False)
     res = search(args, client, embedder, queries, console)
-    machine["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    ran_on["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     run = res.pop("_run")
     judged = {q: qrels[q] for q, _ in queries}
     metrics = _evaluate(judged, run, args.top_k, args.eval_depth)
     max_hits = res["hits_per_query"].get("max", 0)
     out = {
         "command": command,
-        "machine": machine,
+        "machine": ran_on,
         "dataset": str(args.dataset),
         "split": args.split,
         "index": args.index,

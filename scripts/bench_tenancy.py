@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 import time
 import uuid
@@ -21,20 +20,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rich.console import Console
-from rich.table import Table
 
-from hybrid_es.cluster.bootstrap import bootstrap
-from hybrid_es.cluster.capabilities import probe
-from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.evaluation.bench import bench_client, percentile, print_rows
+from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import EVERYONE, Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
-from tests.conftest import HashEmbedder
 
 WORDS = [
     "rate",
@@ -66,10 +60,6 @@ def _docs(tenant: str, n: int, rnd: random.Random) -> list[Document]:
 
 def _shards(client: Any) -> int:
     return int(client.cluster.health()["active_shards"])
-
-
-def _pct(xs: list[float], q: int) -> float:
-    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1] if len(xs) > 1 else xs[0]
 
 
 def run(client: Any, mode: str, tenants: int, docs: int, queries: int) -> dict[str, Any]:
@@ -111,8 +101,8 @@ def run(client: Any, mode: str, tenants: int, docs: int, queries: int) -> dict[s
         "docs_per_tenant": docs,
         "shards_added": shards,
         "ingest_s_per_tenant": round(ingest_s / tenants, 3),
-        "search_p50_ms": round(statistics.median(lat), 1),
-        "search_p95_ms": round(_pct(lat, 95), 1),
+        "search_p50_ms": round(percentile(lat, 50), 1),
+        "search_p95_ms": round(percentile(lat, 95), 1),
     }
 
 
@@ -169,9 +159,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    s = Settings()
-    client = make_client(s)
-    bootstrap(client, probe(client, url=s.redacted_url()), s, force=True)
+    client = bench_client()
     rows = [
         run(client, mode, int(n), args.docs, args.queries)
         for n in args.tenants.split(",")
@@ -181,17 +169,8 @@ def main() -> None:
     if args.json:
         print(json.dumps({"cost": rows, "side_channel": channel}, indent=2))
         return
-    console = Console(width=160)
-    for title, data in (
-        (f"tenancy modes ({args.docs} records per tenant, {args.queries} searches)", rows),
-        ("BM25 side channel: tenant A's score, before and after tenant B writes", channel),
-    ):
-        table = Table(title=title)
-        for col in data[0]:
-            table.add_column(col, justify="left" if col == "mode" else "right")
-        for r in data:
-            table.add_row(*(str(v) for v in r.values()))
-        console.print(table)
+    print_rows(f"tenancy modes ({args.docs} records per tenant, {args.queries} searches)", rows)
+    print_rows("BM25 side channel: tenant A's score, before and after tenant B writes", channel)
 
 
 if __name__ == "__main__":

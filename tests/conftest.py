@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_es.evaluation.metering import HashEmbedder as _HashEmbedder
 from hybrid_es.ingest.documents import Document
 from hybrid_es.models import Principal
 
@@ -191,34 +192,9 @@ def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
     return str(out)
 
 
-class HashEmbedder:
-    """A deterministic, model-free embedder for tests whose subject is not the model (fault
-    injection, load): a bag of hashed character trigrams, L2-normalised. Not a mock of anything
-    in Elasticsearch; the vectors go to the real cluster."""
-
-    model_id = "test/hashed-trigrams"
-    dims = 384
-
-    def _one(self, text: str) -> list[float]:
-        import hashlib
-        import math
-
-        v = [0.0] * self.dims
-        t = f"  {text.lower()}  "
-        for i in range(len(t) - 2):
-            h = int.from_bytes(
-                hashlib.blake2b(t[i : i + 3].encode(), digest_size=4).digest(), "big"
-            )
-            v[h % self.dims] += 1.0
-        n = math.sqrt(sum(x * x for x in v)) or 1.0
-        return [x / n for x in v]
-
-    def embed_queries(self, texts):  # type: ignore[no-untyped-def]
-        import numpy as np
-
-        return np.asarray([self._one(t) for t in texts], dtype=np.float32)
-
-    embed_passages = embed_queries
+HashEmbedder = _HashEmbedder
+"""The model-free hashing embedder (``hybrid_es.evaluation.metering``), for tests whose subject is
+not the model."""
 
 
 @pytest.fixture(scope="session")

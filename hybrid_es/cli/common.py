@@ -138,7 +138,8 @@ def tracer(s: Settings) -> Any:
     if "tracer" not in _process:
         import atexit
 
-        from hybrid_es.traces.documents import TraceWriter, search_hook
+        from hybrid_es.traces.hooks import search_hook
+        from hybrid_es.traces.writer import TraceWriter
 
         writer = TraceWriter(client(s), s.traces_index)
         atexit.register(writer.close, 5.0)
@@ -204,3 +205,51 @@ def hits_table(title: str) -> Any:
         t.add_column(name, justify="right")
     t.add_column("authorization")
     return t
+
+
+class RichProgress:
+    """Progress bars on stderr for a library call that takes an ``evaluation.progress.Progress``
+    (one bar per stage, with a note column); nothing is drawn with ``--json``."""
+
+    def __init__(self, *, disable: bool = False) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[note]}"),
+            console=err_console,
+            disable=disable,
+        )
+
+    def __enter__(self) -> RichProgress:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(None, None, None)
+
+    def stage(self, label: str, total: int | None = None, note: str = "") -> _RichStage:
+        return _RichStage(self._bar, self._bar.add_task(label, total=total, note=note))
+
+
+class _RichStage:
+    def __init__(self, bar: Any, task: Any) -> None:
+        self._bar, self._task = bar, task
+
+    def advance(self, n: int = 1) -> None:
+        self._bar.advance(self._task, n)
+
+    def update(self, *, completed: int, total: int | None = None, note: str = "") -> None:
+        fields: dict[str, Any] = {"completed": completed, "note": note}
+        if total is not None:
+            fields["total"] = total
+        self._bar.update(self._task, **fields)

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hybrid_es.cli.common import client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
 
 
+# Long only for its typer options: the body parses them, calls evaluation.run.evaluate_dataset
+# once and prints the result.
 def eval_command(
     dataset: Annotated[
         Path,
@@ -53,133 +51,50 @@ def eval_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
-    import json
-
-    from hybrid_es.ingest.beir import read_qrels, read_queries
-    from hybrid_es.evaluation.collection import EVAL_TENANT, collection_name, default_index, ingest_collection
-    from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
+    from hybrid_es.errors import ConfigurationError
+    from hybrid_es.evaluation.run import EvalRequest, evaluate_dataset, write_report
     from hybrid_es.retrieval.embedder import make_embedder
-    from hybrid_es.evaluation.runner import (
-        METRICS,
-        PASS_AT_K,
-        PIPELINES,
-        markdown_report,
-        plot,
-        run_pipeline,
-    )
     from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
-    wanted = [p.strip() for p in pipelines.split(",") if p.strip()]
-    unknown = [p for p in wanted if p not in PIPELINES]
-    if unknown:
-        raise typer.BadParameter(f"unknown pipelines {unknown}; choose from {', '.join(PIPELINES)}")
-    reranking = [p for p in wanted if p.endswith("+rerank")]
-    if reranking and not reranker:
-        raise typer.BadParameter(
-            f"{reranking[0]} needs --reranker PATH (see `hybrid-es reranker train`)"
-        )
-    s = settings()
-    es = client(s)
-    name = collection_name(dataset)
-    emb = make_embedder(embedder)
-    docs, chunker, unit, metrics = None, None, "doc", METRICS
-    if is_cookbook(dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
-        cb = load_codebase(dataset, tenant=EVAL_TENANT)
-        queries, qrels = cb.as_judged()
-        docs, chunker, unit, metrics = cb.docs, (lambda d: cb.chunks[d.id]), "chunk", PASS_AT_K
-        split = "all questions"
-    else:
-        qrels = read_qrels(dataset, split)
-        queries = read_queries(dataset)
-    if max_queries:
-        qrels = dict(list(qrels.items())[:max_queries])
     if precision not in PRECISIONS:
         raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")
-    ce = (
-        CrossEncoderReranker(reranker, precision=precision, max_length=rerank_max_length)
-        if reranker
-        else None
-    )
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        disable=as_json,
-    ) as bar:
-        task = bar.add_task("ingest", total=None)
-        col = ingest_collection(
-            es,
-            emb,
-            dataset,
-            index=index or default_index(dataset, embedder),
+    s = settings()
+    try:
+        req = EvalRequest(
+            dataset=dataset,
+            pipelines=tuple(p.strip() for p in pipelines.split(",") if p.strip()),
+            split=split,
+            reranker=CrossEncoderReranker(
+                reranker,
+                precision=precision,
+                max_length=rerank_max_length,
+            )
+            if reranker
+            else None,
+            rerank_depth=rerank_depth,
+            alpha=alpha,
+            max_queries=max_queries,
+            index=index,
             state_index=f"{s.corpus_state_index}-eval",
+            embedder_name=embedder,
+        )
+    except ConfigurationError as exc:
+        raise typer.BadParameter(exc.message) from None
+    with RichProgress(disable=as_json) as progress:
+        run = evaluate_dataset(
+            client(s),
+            make_embedder(embedder),
+            req,
             url=s.redacted_url(),
-            on_total=lambda n: bar.update(task, total=n),
-            progress=lambda n: bar.advance(task, n),
-            docs=docs,
-            chunker=chunker,
+            command="hybrid-es eval " + " ".join(sys.argv[2:]),
+            progress=progress,
         )
-        emb.embed_queries(["warm-up"])
-        if ce is not None and reranking:
-            ce.load()
-            ce.score("warm-up", ["warm-up"])
-        results = []
-        for p in wanted:
-            searcher = col.searcher(
-                pipeline={"bm25": "bm25", "dense": "dense"}.get(p, "hybrid"),
-                fusion_method="linear" if p.startswith("linear") else "rrf",
-                alpha=alpha,
-                reranker=ce if p in reranking else None,
-            )
-            task = bar.add_task(p, total=len(qrels))
-            results.append(
-                run_pipeline(
-                    p,
-                    searcher,
-                    queries,
-                    qrels,
-                    rerank=p in reranking,
-                    rerank_depth=rerank_depth,
-                    progress=partial(bar.advance, task),
-                    unit=unit,  # type: ignore[arg-type]
-                    metrics=metrics,
-                )
-            )
-    rep, ingest_s = col.report, col.ingest_s
-    command = "hybrid-es eval " + " ".join(sys.argv[2:])
-    machine = (
-        f"{os.cpu_count()} cores, {platform.platform()}, embedder {emb.model_id}, "
-        f"ingest {ingest_s:.1f} s ({rep.chunks} chunks written, "
-        f"{rep.skipped_unchanged} documents unchanged; context headers: "
-        f"{rep.context.calls} LLM calls, cost {_usd(rep.context.cost_usd)} this run)"
-        + (f", reranker {ce.model_name} ({ce.precision}, weight {ce.weight:g})" if ce else "")
-    )
-    out = {
-        "dataset": str(dataset),
-        "split": split,
-        "command": command,
-        "machine": machine,
-        "results": [r.as_dict() for r in results],
-        "ingest_context_usage": rep.context.summary(),
-    }
     if report:
-        report.mkdir(parents=True, exist_ok=True)
-        png = f"{name}.png"
-        plot(results, str(report / png), title=f"{name} ({split})")
-        (report / "report.md").write_text(
-            markdown_report(name, results, command=command, machine=machine, plots=[png])
-        )
-        (report / "results.json").write_text(json.dumps(out, indent=2))
+        write_report(run, report)
     if as_json:
-        emit_json(out)
+        emit_json(run.as_dict())
         return
-    _print(name, results, machine)
-
-
-def _usd(cost: float | None) -> str:
-    return "unknown (no price for the model)" if cost is None else f"${cost:.4f}"
+    _print(run.dataset, run.results, run.machine)
 
 
 def _print(name: str, results: list[Any], machine: str) -> None:

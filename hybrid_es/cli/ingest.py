@@ -7,9 +7,8 @@ is missing or changed); 2 for an error that stopped the run (see ``hybrid_es.cli
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import (
@@ -38,6 +37,7 @@ from hybrid_es.cli.common import (
 
 if TYPE_CHECKING:
     from hybrid_es.ingest.contextual import Contextualizer
+    from hybrid_es.ingest.run import IngestRun
 
 
 class RateColumn(ProgressColumn):
@@ -66,6 +66,8 @@ def _contextualizer(name: str, llm_model: str) -> Contextualizer:
     )
 
 
+# Long only for its typer options: the body parses them, calls ingest.run.ingest_path once and
+# hands the result to _print.
 def ingest(
     path: Annotated[
         Path, typer.Argument(help="A JSONL file, a BEIR folder, or a folder of .txt/.md files.")
@@ -117,28 +119,12 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
-    from hybrid_es.ingest.chunking import chunk_text, counter_for
-    from hybrid_es.cluster.corpus_state import CorpusState
+    from hybrid_es.errors import ConfigurationError
+    from hybrid_es.ingest.indexer import DEFAULT_ACLS
+    from hybrid_es.ingest.loaders import read_field_map
+    from hybrid_es.ingest.run import PathIngest, ingest_path, with_suffixes
     from hybrid_es.retrieval.embedder import make_embedder
-    from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
-    from hybrid_es.ingest.loaders import (
-        TEXT_SUFFIXES,
-        LoadOptions,
-        LoadReport,
-        load_documents,
-        read_field_map,
-    )
 
-    if format not in ("auto", "jsonl", "beir", "folder"):
-        raise typer.BadParameter(f"--format must be auto, jsonl, beir or folder, not {format!r}")
-    if chunk_size < 16 or not 0 <= overlap < chunk_size // 2:
-        raise typer.BadParameter(
-            "need --chunk-size >= 16 and 0 <= --overlap < chunk size / 2, "
-            f"got {chunk_size}/{overlap}"
-        )
-    if not 1 <= batch_size <= 10_000:
-        raise typer.BadParameter("--batch-size must be 1..10000")
-    ctx = _contextualizer(contextualizer, llm_model)
     s = settings()
     principal = make_principal(tenant, user)
     acl_name = default_acl or s.default_acl
@@ -148,98 +134,75 @@ def ingest(
         fmap = read_field_map(field_map or (), map_file)
     except ValueError as exc:
         raise bad("--map" if field_map else "--map-file", str(exc)) from None
-    options = LoadOptions(tenant=tenant, field_map=fmap, version_from_label=version_from_label)
-    t0 = time.perf_counter()
-    load = LoadReport()
-    suffixes = (*TEXT_SUFFIXES, *(e if e.startswith(".") else f".{e}" for e in ext or ()))
-    docs = list(
-        load_documents(
-            path,
-            report=load,
-            options=options,
+    try:
+        how = PathIngest(
             format=format,  # type: ignore[arg-type]
-            fail_fast=fail_fast,
-            suffixes=suffixes,
-        )
-    )
-    for e in load.errors:
-        err_console.print(Text.assemble(("rejected", "red"), f" {e}"), highlight=False)
-    emb = make_embedder(embedder or s.embedder)
-    summary: dict[str, Any]
-    if dry_run:
-        count = counter_for(emb)
-        n = sum(
-            len(chunk_text(d.body, size=chunk_size, overlap=overlap, count=count)) for d in docs
-        )
-        summary = {"documents": len(docs), "chunks": n, "rejected_input": len(load.errors)}
-        failed: list[dict[str, Any]] = []
-    else:
-        ing = Ingestor(
-            client(s),
-            emb,
-            layout=s.layout(),
-            corpus_state=CorpusState(client(s), s.corpus_state_index),
-            default_acl=DEFAULT_ACLS[acl_name],
-            contextualizer=ctx,
+            contextualizer=_contextualizer(contextualizer, llm_model),
             chunk_size=chunk_size,
             overlap=overlap,
             batch_size=batch_size,
+            suffixes=with_suffixes(ext or ()),
+            field_map=fmap,
+            version_from_label=version_from_label,
+            default_acl=DEFAULT_ACLS[acl_name],
+            fail_fast=fail_fast,
+            dry_run=dry_run,
         )
-        with Progress(
-            TextColumn("ingest"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            RateColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err_console,
-            disable=as_json,
-        ) as bar:
-            task = bar.add_task("docs", total=len(docs))
-            rep = ing.ingest(
-                docs, principal, progress=lambda k: bar.advance(task, k), raise_on_error=False
-            )
-        failed = rep.failed + rep.failed_documents
-        summary = {
-            "documents": rep.documents,
-            "chunks": rep.chunks,
-            "skipped_unchanged": rep.skipped_unchanged,
-            "failed": len(failed),
-            "rejected_input": len(load.errors),
-            "superseded": rep.superseded,
-            "default_acl_applied": f"{rep.default_acl} (HYBRID_ES_DEFAULT_ACL={acl_name})",
-            "removed_chunks": rep.removed_chunks,
-            "embedded": rep.embedded,
-            "contextualizer": ctx.prompt_version,
-            "llm_calls": rep.context.calls,
-            "guardrail_rejections": rep.context.guardrail_rejections,
-            "cost_usd": rep.context.cost_usd if rep.context.calls else 0.0,
-            "watermarks": rep.watermarks,
-            "docs_per_second": round(rep.documents / rep.seconds, 1) if rep.seconds else None,
-        }
-        if rep.context.calls:
-            summary["llm_usage"] = rep.context.summary()
-    summary["seconds"] = round(time.perf_counter() - t0, 2)
+    except ConfigurationError as exc:
+        raise typer.BadParameter(exc.message) from None
+    with Progress(
+        TextColumn("ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        disable=as_json or dry_run,
+    ) as bar:
+        task = bar.add_task("docs", total=None)
+        run = ingest_path(
+            client(s),
+            make_embedder(embedder or s.embedder),
+            path,
+            principal,
+            layout=s.layout(),
+            how=how,
+            on_total=lambda n: bar.update(task, total=n),
+            progress=lambda k: bar.advance(task, k),
+        )
+    _print(run, acl_name, as_json)
+    if not run.ok:
+        # SystemExit, not typer.Exit: cli.main runs the app with standalone_mode=False, where
+        # click turns typer.Exit into a return value that main does not pass on.
+        raise SystemExit(1)
+
+
+def _print(run: IngestRun, acl_name: str, as_json: bool) -> None:
+    summary = run.summary()
+    if "default_acl_applied" in summary:
+        summary["default_acl_applied"] = (
+            f"{summary['default_acl_applied']} (HYBRID_ES_DEFAULT_ACL={acl_name})"
+        )
     if as_json:
         emit_json(
             {
                 **summary,
-                "rejected": [str(e) for e in load.errors],
-                "failures": failed,
-                **({"ignored_files": load.ignored_files} if load.ignored_files else {}),
+                "rejected": [str(e) for e in run.load.errors],
+                "failures": run.failures,
+                **({"ignored_files": run.load.ignored_files} if run.load.ignored_files else {}),
             }
         )
-    else:
-        for f in failed:
-            what = f"{f['op']} {f['id']} (HTTP {f['status']})" if "op" in f else f["doc_id"]
-            err_console.print(Text.assemble(("failed", "red"), f" {what}: {f['reason']}"))
-        t = Table(title=f"ingest {path} for {tenant}" + (" (dry run)" if dry_run else ""))
-        t.add_column("what")
-        t.add_column("value", justify="right")
-        for k, v in summary.items():
-            t.add_row(k, Text(str(v)))
-        console.print(t)
-    if load.errors or failed:
-        # SystemExit, not typer.Exit: cli.main runs the app with standalone_mode=False, where
-        # click turns typer.Exit into a return value that main does not pass on.
-        raise SystemExit(1)
+        return
+    for e in run.load.errors:
+        err_console.print(Text.assemble(("rejected", "red"), f" {e}"), highlight=False)
+    for f in run.failures:
+        what = f"{f['op']} {f['id']} (HTTP {f['status']})" if "op" in f else f["doc_id"]
+        err_console.print(Text.assemble(("failed", "red"), f" {what}: {f['reason']}"))
+    title = f"ingest {run.path} for {run.tenant}" + (" (dry run)" if run.dry_run else "")
+    t = Table(title=title)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for k, v in summary.items():
+        t.add_row(k, Text(str(v)))
+    console.print(t)

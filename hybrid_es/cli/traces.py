@@ -22,8 +22,8 @@ from hybrid_es.cli.common import (
     make_principal,
     settings,
 )
-from hybrid_es.traces.reader import ID_CHARS, TraceReader
 from hybrid_es.traces.documents import STAGES
+from hybrid_es.traces.reader import ID_CHARS, TraceReader
 
 app = typer.Typer(
     add_completion=False,

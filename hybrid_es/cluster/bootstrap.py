@@ -12,8 +12,6 @@ from typing import Any, Literal
 from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from hybrid_es.cluster.capabilities import Capabilities
-from hybrid_es.errors import TemplateConflictError, translate_es_error
-from hybrid_es.settings import Settings
 from hybrid_es.cluster.templates import (
     HASH_KEY,
     Template,
@@ -22,6 +20,8 @@ from hybrid_es.cluster.templates import (
     render_role,
     with_fingerprint,
 )
+from hybrid_es.errors import TemplateConflictError, translate_es_error
+from hybrid_es.settings import Settings
 
 Status = Literal["create", "unchanged", "conflict", "update", "missing"]
 

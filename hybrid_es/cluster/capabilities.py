@@ -13,8 +13,8 @@ from typing import Any
 from elasticsearch import ApiError, Elasticsearch, UnsupportedProductError
 from pydantic import BaseModel, ConfigDict
 
-from hybrid_es.errors import EngineError, error_reason, translate_es_error
 from hybrid_es.cluster.templates import AnalysisProfile
+from hybrid_es.errors import EngineError, error_reason, translate_es_error
 
 _PROBE_PATTERN = "hybrid-es-capability-probe-nonexistent*"
 _ANALYZERS = ("standard", "simple", "whitespace", "english", "cjk")

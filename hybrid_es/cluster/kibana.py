@@ -9,9 +9,9 @@ import urllib.request
 import uuid
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from hybrid_es.cluster.templates import templates_dir
 from hybrid_es.errors import EngineError, EngineUnavailableError
 from hybrid_es.settings import Settings
-from hybrid_es.cluster.templates import templates_dir
 
 
 def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:

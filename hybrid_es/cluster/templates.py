@@ -26,8 +26,8 @@ TENANT_PLACEHOLDER = "{{tenant}}"
 def templates_dir(override: Path | None = None) -> Path:
     """Where the template files live: an override, the wheel's copy, or the source tree's."""
     candidates = [override] if override else []
-    here = Path(__file__).resolve().parent
-    candidates += [here / "_es_templates", here.parent / "es_templates"]
+    package = Path(__file__).resolve().parents[1]  # hybrid_es/
+    candidates += [package / "_es_templates", package.parent / "es_templates"]
     for c in candidates:
         if c is not None and (c / "index").is_dir():
             return c

@@ -10,9 +10,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.documents import Document
-from hybrid_es.identity import chunk_id
 
 CHUNKS_FILE = "codebase_chunks.json"
 QUESTIONS_FILE = "evaluation_set.jsonl"

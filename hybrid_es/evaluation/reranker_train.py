@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hybrid_es.retrieval import fusion
 from hybrid_es.evaluation.metrics import evaluate
+from hybrid_es.retrieval import fusion
 
 BLEND_GRID = tuple(round(i / 10, 1) for i in range(11))
 
@@ -213,6 +213,7 @@ def init_model(base: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+# Stays whole: one torch loop, whose wall-clock budget, schedule and stopping rule read together.
 def train(
     model: Any,
     tokenizer: Any,

@@ -1,8 +1,8 @@
 """Evaluating pipelines on a BEIR-layout collection: quality (through ranx) and latency per stage.
 
 The I/O is the searcher's; this module runs queries, turns hits into runs (a document's best
-chunk rank), and summarises. Metric conventions are those of ``hybrid_es.evaluation.metrics``: linear gains,
-zero-relevant queries excluded and counted; failure rate = 1 - Recall@20 (seed 002).
+chunk rank), and summarises. Metric conventions are those of ``evaluation.metrics``: linear
+gains, zero-relevant queries excluded and counted; failure rate = 1 - Recall@20 (seed 002).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ An answer cut off by ``max_tokens`` (``stop_reason == "max_tokens"``) is asked f
 a larger budget (twice the first, up to :data:`RETRY_MAX_TOKENS`), unless it had already reached
 :data:`MAX_HEADER_TOKENS` when cut (the whole answer is then too long anyway). A header is then
 refused when it is still cut off, when it is longer than :data:`MAX_HEADER_TOKENS` (the
-response's own ``output_tokens``), or when the guardrail (``hybrid_es.ingest.guardrail``) rejects it; a
+response's own ``output_tokens``), or when the guardrail (``ingest.guardrail``) rejects it; a
 refused header is replaced by the extractive one and counted with its reason
 (``ContextUsage.reject``). Each chunk records the prompt version (``anthropic-ctx-v1@<model>``,
 with ``+fallback:extractive-v2`` where the answer was refused).
@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hybrid_es.errors import ConfigurationError, ModelError
 from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.contextual import (
     MAX_HEADER_TOKENS as MAX_HEADER_TOKENS,  # re-exported: enforced here, on the model's answers
@@ -46,7 +47,6 @@ from hybrid_es.ingest.contextual import (
     fallback_version,
 )
 from hybrid_es.ingest.documents import Document
-from hybrid_es.errors import ConfigurationError, ModelError
 from hybrid_es.ingest.guardrail import check_header
 
 PROMPT_VERSION = "anthropic-ctx-v1"

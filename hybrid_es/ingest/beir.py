@@ -6,8 +6,9 @@ The layout (https://github.com/beir-cellar/beir)::
     <root>/queries.jsonl       {"_id": ..., "text": ...}
     <root>/qrels/<split>.tsv   query-id <TAB> corpus-id <TAB> score, after one header line
 
-Corpus entries become :class:`~hybrid_es.ingest.documents.Document` s of one tenant. Entries with neither
-text nor title cannot be documents (the body may not be empty); they are counted, not hidden.
+Corpus entries become :class:`~hybrid_es.ingest.documents.Document` s of one tenant. Entries
+with neither text nor title cannot be documents (the body may not be empty); they are counted,
+not hidden.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.errors import IngestError
+from hybrid_es.ingest.documents import Document, validation_summary
 
 Qrels = dict[str, dict[str, int]]
 """query id -> corpus id -> graded relevance (0 = judged not relevant)."""

@@ -78,6 +78,8 @@ def _units(text: str) -> list[str]:
     return out
 
 
+# Stays whole: one pass over the text's sections that packs tokens into chunks; splitting it
+# would split the packing state across functions.
 def chunk_text(
     text: str,
     *,

@@ -8,7 +8,7 @@ Contextualizers are pluggable (:class:`Contextualizer`):
   it defines), so it cannot introduce anything the document does not contain, and never longer
   than :data:`MAX_HEADER_TOKENS`. Pure.
 - :class:`NoContextualizer`: no header (the baseline the benchmark compares against).
-- ``AnthropicContextualizer`` (``hybrid_es.ingest.anthropic_context``): an LLM writes the header from the
+- ``AnthropicContextualizer`` (``ingest.anthropic_context``): an LLM writes the header from the
   whole document (a cached prompt block) and the chunk; the guardrail checks it.
 
 Every header carries the prompt version that produced it, stored on the chunk as
@@ -37,7 +37,7 @@ MAX_HEADER_DEFINES = 8
 MAX_HEADER_TOKENS = 100
 """The longest header, in tokens: seed 002 asks for a succinct context of 50 to 100 tokens. A
 longer LLM answer is refused (counted by the model's own ``usage.output_tokens``) and an
-extractive header is trimmed to fit (counted by :func:`~hybrid_es.ingest.chunking.estimate_tokens`). A
+extractive header is trimmed to fit (counted by ``chunking.estimate_tokens``). A
 shorter header is accepted: the 50 is what the prompt asks for, not a condition."""
 MAX_EXAMPLES = 20
 """Rejected headers kept in the report as examples (the count is always exact)."""
@@ -179,7 +179,7 @@ def extractive_header(doc: Document, chunk: Chunk, outline: _Outline | None = No
     path, document identifiers, names that recur, dates, validity and source; for code, its path,
     its own summary line and the definitions enclosing the chunk.
 
-    Never over :data:`MAX_HEADER_TOKENS` (as :func:`~hybrid_es.ingest.chunking.estimate_tokens` counts):
+    Never over :data:`MAX_HEADER_TOKENS` (as ``chunking.estimate_tokens`` counts):
     a longer one loses its least useful parts first, one item at a time from the end: dates, then
     names (for code, the names the chunk defines), then identifiers; what is still too long is
     clipped at the limit (a very long title or section path)."""

@@ -24,6 +24,8 @@ connection failures only; 429s inside a bulk are retried by the bulk helper with
 
 from __future__ import annotations
 
+# One module for the write path: the Ingestor's flow and its crash-safety bracket (corpus state),
+# the per-batch plan and the bulk writes share state and invariants that read best together.
 import contextlib
 import time
 from collections.abc import Callable, Iterable
@@ -42,15 +44,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from hybrid_es.ingest.chunking import Chunk, chunk_text, counter_for
-from hybrid_es.ingest.contextual import (
-    Contextualizer,
-    ContextUsage,
-    ExtractiveContextualizer,
-)
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.errors import (
     BulkIndexError,
     ConfigurationError,
@@ -58,8 +52,17 @@ from hybrid_es.errors import (
     translate_es_error,
 )
 from hybrid_es.identity import chunk_id, chunk_key, local_chunk_id
+from hybrid_es.ingest.chunking import Chunk, chunk_text, counter_for
+from hybrid_es.ingest.contextual import (
+    Contextualizer,
+    ContextUsage,
+    ExtractiveContextualizer,
+    Header,
+)
+from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, plan_document
 from hybrid_es.models import EVERYONE, Principal
+from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.tenancy import IndexLayout
 
 __all__ = ["IngestReport", "Ingestor", "build_chunk_records", "chunk_id", "plan_document"]
@@ -204,11 +207,16 @@ class Ingestor:
         # A concurrent writer may have created the index a moment ago: wait until its primary
         # shard has started, or the count below meets a 503 (returns at once when it has).
         self.client.cluster.health(index=index, wait_for_status="yellow", timeout="30s")
+        # Count before reading the model: every writer records its model before its first
+        # write, so a count above zero is always read with that model already in the mapping
+        # (read the other way round, a concurrent first writer's records could be counted
+        # against the template's default model).
+        count = self._count(index)
         mapping = self.client.indices.get_mapping(index=index)
         (body,) = mapping.body.values()
         props = body["mappings"].get("properties", {})
         meta = body["mappings"].get("_meta", {})
-        return props, meta, self._count(index)
+        return props, meta, count
 
     @retry(
         retry=retry_if_exception(lambda e: isinstance(e, ApiError) and e.meta.status == 503),
@@ -248,6 +256,7 @@ class Ingestor:
     def _refresh(self, index: str) -> None:
         self.client.indices.refresh(index=index)
 
+    # Stays whole: the crash-safety bracket (repair, begin, batches, finish) must read as one.
     def ingest(
         self,
         docs: Iterable[Document],
@@ -343,98 +352,119 @@ class Ingestor:
         progress: Callable[[int], None] | None,
         run: _Run,
     ) -> None:
-        tenant = batch[0].tenant
-        index = run.index
+        """Plan every document of the batch, embed what is new or changed, write it all in one
+        bulk request, and note the run's change when anything was written."""
+        tenant, index = batch[0].tenant, run.index
         try:
             existing = self._existing(index, tenant, list(dict.fromkeys(d.id for d in batch)))
         except Exception as exc:
             raise translate_es_error(exc, what="reading existing chunks") from exc
-        records: list[dict[str, Any]] = []
-        later: list[dict[str, Any]] = []  # supersede updates and deletes, after the new chunks
-        changes: list[str] = []
+        work = _BatchWork()
         for doc in batch:
-            report.documents += 1
-            if doc.acl_unset:
-                report.default_acl += 1
-                doc = doc.with_acl(self.default_acl)
-            chunks = self.chunker(doc)
-            plan = plan_document(
-                doc,
-                chunks,
-                existing.get(doc.id, []),
-                prompt_version=self.contextualizer.prompt_version,
-                embedding_model=self.embedder.model_id,
-            )
-            if plan.action == "skip":
-                report.skipped_unchanged += 1
-                continue
-            try:
-                headers = self.contextualizer.headers(doc, chunks, report.context)
-            except ConfigurationError:
-                raise
-            except ModelError as exc:
-                report.failed_documents.append(
-                    {"doc_id": doc.id, "tenant": doc.tenant, "reason": str(exc)}
-                )
-                self._consecutive_failures += 1
-                if self._consecutive_failures >= MAX_CONSECUTIVE_DOCUMENT_FAILURES:
-                    raise ModelError(
-                        f"the contextualizer failed on {self._consecutive_failures} documents in a "
-                        f"row; stopping. Last: {exc.message}",
-                        hint="check the model service; rerun the ingest, which resumes where "
-                        "it stopped",
-                    ) from exc
-                continue
-            self._consecutive_failures = 0
-            records.extend(
-                build_chunk_records(
-                    doc,
-                    now=now,
-                    embedding_model=self.embedder.model_id,
-                    chunks=chunks,
-                    headers=headers,
-                    superseded_by=plan.superseded_by,
-                )
-            )
-            for cid, upd in plan.supersede:
-                later.append(
-                    {
-                        "_op_type": "update",
-                        "_index": index,
-                        "_id": chunk_key(tenant, cid),
-                        "doc": upd,
-                    }
-                )
-            later.extend(
+            self._plan_one(doc, existing.get(doc.id, []), now, report, work)
+        actions = self._embedded(work.records, index, tenant, report)
+        later: list[dict[str, Any]] = [
+            *(
+                {"_op_type": "update", "_index": index, "_id": chunk_key(tenant, cid), "doc": upd}
+                for cid, upd in work.supersede
+            ),
+            *(
                 {"_op_type": "delete", "_index": index, "_id": chunk_key(tenant, cid)}
-                for cid in plan.deletes
-            )
-            report.superseded += len(plan.supersede)
-            report.removed_chunks += len(plan.deletes)
-            changes.append(plan.change)
-        actions: list[dict[str, Any]] = []
-        if records:
-            vecs = self.embedder.embed_passages([r["search_payload"] for r in records])
-            report.embedded += len(records)
-            for r, v in zip(records, vecs, strict=True):
-                r["embedding"] = [float(x) for x in v]
-                actions.append(
-                    {
-                        "_op_type": "index",
-                        "_index": index,
-                        "_id": chunk_key(tenant, r["chunk_id"]),
-                        "_source": r,
-                    }
-                )
-        report.chunks += len(records)
+                for cid in work.deletes
+            ),
+        ]
         failed_before = len(report.failed)
         self._bulk(actions + later, report)
-        if changes and len(report.failed) - failed_before < len(actions) + len(later):
-            run.change = changes[-1]  # something was written: the watermark must move
-        if changes:
+        if work.changes and len(report.failed) - failed_before < len(actions) + len(later):
+            run.change = work.changes[-1]  # something was written: the watermark must move
+        if work.changes:
             self.corpus_state.renew(tenant, run.run_id)
         if progress:
             progress(len(batch))
+
+    def _plan_one(
+        self,
+        doc: Document,
+        stored: list[dict[str, Any]],
+        now: datetime,
+        report: IngestReport,
+        work: _BatchWork,
+    ) -> None:
+        """Skip ``doc``, or add its chunk records, supersede updates and deletes to ``work``."""
+        report.documents += 1
+        if doc.acl_unset:
+            report.default_acl += 1
+            doc = doc.with_acl(self.default_acl)
+        chunks = self.chunker(doc)
+        plan = plan_document(
+            doc,
+            chunks,
+            stored,
+            prompt_version=self.contextualizer.prompt_version,
+            embedding_model=self.embedder.model_id,
+        )
+        if plan.action == "skip":
+            report.skipped_unchanged += 1
+            return
+        headers = self._headers(doc, chunks, report)
+        if headers is None:
+            return
+        work.records.extend(
+            build_chunk_records(
+                doc,
+                now=now,
+                embedding_model=self.embedder.model_id,
+                chunks=chunks,
+                headers=headers,
+                superseded_by=plan.superseded_by,
+            )
+        )
+        work.supersede.extend(plan.supersede)
+        work.deletes.extend(plan.deletes)
+        work.changes.append(plan.change)
+        report.superseded += len(plan.supersede)
+        report.removed_chunks += len(plan.deletes)
+
+    def _headers(
+        self, doc: Document, chunks: list[Chunk], report: IngestReport
+    ) -> list[Header] | None:
+        """The document's context headers, or None when the contextualizer failed on it (the
+        document is reported; after too many failures in a row, the ingest stops)."""
+        try:
+            headers = self.contextualizer.headers(doc, chunks, report.context)
+        except ConfigurationError:
+            raise
+        except ModelError as exc:
+            report.failed_documents.append(
+                {"doc_id": doc.id, "tenant": doc.tenant, "reason": str(exc)}
+            )
+            self._consecutive_failures += 1
+            if self._consecutive_failures >= MAX_CONSECUTIVE_DOCUMENT_FAILURES:
+                raise ModelError(
+                    f"the contextualizer failed on {self._consecutive_failures} documents in a "
+                    f"row; stopping. Last: {exc.message}",
+                    hint="check the model service; rerun the ingest, which resumes where it "
+                    "stopped",
+                ) from exc
+            return None
+        self._consecutive_failures = 0
+        return headers
+
+    def _embedded(
+        self, records: list[dict[str, Any]], index: str, tenant: str, report: IngestReport
+    ) -> list[dict[str, Any]]:
+        """Bulk index actions for ``records``, each with its vector, under the tenant's keys."""
+        report.chunks += len(records)
+        if not records:
+            return []
+        vecs = self.embedder.embed_passages([r["search_payload"] for r in records])
+        report.embedded += len(records)
+        actions = []
+        for r, v in zip(records, vecs, strict=True):
+            r["embedding"] = [float(x) for x in v]
+            key = chunk_key(tenant, r["chunk_id"])
+            actions.append({"_op_type": "index", "_index": index, "_id": key, "_source": r})
+        return actions
 
     def _bulk(self, actions: list[dict[str, Any]], report: IngestReport) -> None:
         if not actions:
@@ -513,6 +543,16 @@ class Ingestor:
         if report.failed:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
         return len(keys)
+
+
+@dataclass
+class _BatchWork:
+    """What one batch writes: new chunk records, then supersede updates and deletes."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    supersede: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    deletes: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -36,10 +36,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from hybrid_es.errors import IngestError
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.code_outline import CODE_SUFFIXES
 from hybrid_es.ingest.documents import MAX_DOCUMENT_BYTES, Document, validation_summary
-from hybrid_es.errors import IngestError
 
 Format = Literal["auto", "jsonl", "beir", "folder"]
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms
+from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.chunking import Chunk, chunk_text
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
+from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms
 from hybrid_es.retrieval.identifiers import extract_identifiers
-from hybrid_es.identity import chunk_id
 
 
 def text_hash(text: str) -> str:

@@ -25,6 +25,8 @@ trace writer), so reuse rate and packet build p50/p95 can be shown.
 
 from __future__ import annotations
 
+# One module for the packet flow: build, refresh, revalidate, render and release share the
+# ownership rules of the docstring, which read best beside every operation that enforces them.
 import logging
 import statistics
 import time

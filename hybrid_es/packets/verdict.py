@@ -78,8 +78,9 @@ def revalidate(
     scope: RequestScope,
 ) -> Verdict:
     """Decide whether ``manifest`` may be reused for ``caller``'s follow-up about ``scope`` at
-    ``now``. A packet is its owner's working set: anyone else is denied (the store never hands
-    them one; this is the pure rule behind it), with no detail about the packet."""
+    ``now``, in the precedence of the module docstring. A packet is its owner's working set:
+    anyone else is denied (the store never hands them one; this is the pure rule behind it),
+    with no detail about the packet."""
     if caller.tenant != manifest.tenant or caller.user_id != manifest.principal_id:
         return Verdict(
             kind="deny",
@@ -99,12 +100,11 @@ def revalidate(
         return Verdict(
             kind="unverified", reasons=(f"dependencies cannot be checked: {observed.unavailable}",)
         )
-
     states = {s.chunk_id: s for s in observed.members}
     revoked = [
         m.chunk_id
         for m in manifest.members
-        if states.get(m.chunk_id) is not None and not states[m.chunk_id].authorized
+        if m.chunk_id in states and not states[m.chunk_id].authorized
     ]
     if revoked:
         return Verdict(
@@ -114,12 +114,29 @@ def revalidate(
             ),
             discard=tuple(revoked),
         )
+    unchecked = [m.chunk_id for m in manifest.members if m.chunk_id not in states]
+    if unchecked:
+        return Verdict(kind="unverified", reasons=(f"member {unchecked[0]} was not checked",))
+    if observed.corpus_watermark is None or observed.policy_version is None:
+        missing = "corpus watermark" if observed.corpus_watermark is None else "policy version"
+        return Verdict(kind="unverified", reasons=(f"{missing} was not checked",))
+    reasons = [
+        *_member_changes(manifest, states),
+        *_dependency_changes(manifest, caller, observed, scope),
+    ]
+    if expired:
+        reasons.append(f"expired at {manifest.expires_at.isoformat()}")
+    if reasons:
+        return Verdict(kind="refresh_required", reasons=tuple(reasons))
+    return Verdict(kind="reuse", reasons=("all dependencies unchanged, before expiry",))
 
+
+def _member_changes(manifest: Manifest, states: dict[str, MemberState]) -> list[str]:
+    """Why each member no longer is what the packet recorded (deleted, new version, new text,
+    no longer applicable), in member order."""
     reasons: list[str] = []
     for m in manifest.members:
-        s = states.get(m.chunk_id)
-        if s is None:
-            return Verdict(kind="unverified", reasons=(f"member {m.chunk_id} was not checked",))
+        s = states[m.chunk_id]
         if not s.exists:
             reasons.append(f"deletion_state: {m.chunk_id} no longer exists")
         elif s.deleted:
@@ -130,8 +147,14 @@ def revalidate(
             reasons.append(f"member_versions: {m.source_id} content changed")
         elif not s.applicable:
             reasons.append(f"member_versions: {m.source_id} no longer applies ({s.detail})")
-    if observed.corpus_watermark is None:
-        return Verdict(kind="unverified", reasons=("corpus watermark was not checked",))
+    return reasons
+
+
+def _dependency_changes(
+    manifest: Manifest, caller: Principal, observed: Observations, scope: RequestScope
+) -> list[str]:
+    """The packet-wide dependencies that moved: watermark, grants, policy, question scope."""
+    reasons: list[str] = []
     if observed.corpus_watermark != manifest.corpus_watermark:
         reasons.append(
             f"corpus_watermark: {manifest.corpus_watermark} -> "
@@ -141,14 +164,8 @@ def revalidate(
         reasons.append(
             f"principal_scope_version: {manifest.principal_scope_version} -> {caller.scope_version}"
         )
-    if observed.policy_version is None:
-        return Verdict(kind="unverified", reasons=("policy version was not checked",))
     if observed.policy_version != manifest.policy_version:
         reasons.append(f"policy_version: {manifest.policy_version} -> {observed.policy_version}")
     if scope.digest() != manifest.query_scope.scope.digest():
         reasons.append("query_scope: the follow-up asks about a different scope")
-    if expired:
-        reasons.append(f"expired at {manifest.expires_at.isoformat()}")
-    if reasons:
-        return Verdict(kind="refresh_required", reasons=tuple(reasons))
-    return Verdict(kind="reuse", reasons=("all dependencies unchanged, before expiry",))
+    return reasons

@@ -9,7 +9,6 @@ Any other value is handed to ``SentenceTransformer`` as a model name or local fo
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -165,43 +164,6 @@ class E5Embedder:
         return np.asarray(
             self._load().passage([self._truncate(t) for t in texts]), dtype=np.float32
         )
-
-
-class MeteredEmbedder:
-    """Wraps an embedder and counts the passages it embeds and the seconds spent (benchmarks,
-    tests); queries and token counts pass straight through."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.passages = 0
-        self.seconds = 0.0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dims(self) -> int:
-        return self.inner.dims
-
-    def count_tokens(self, text: str) -> int:
-        counter = getattr(self.inner, "count_tokens", None)
-        if counter is None:
-            from hybrid_es.ingest.chunking import estimate_tokens
-
-            return estimate_tokens(text)
-        return int(counter(text))
-
-    def embed_queries(self, texts: list[str]) -> Vectors:
-        return self.inner.embed_queries(texts)
-
-    def embed_passages(self, texts: list[str]) -> Vectors:
-        t = time.perf_counter()
-        try:
-            return self.inner.embed_passages(texts)
-        finally:
-            self.seconds += time.perf_counter() - t
-            self.passages += len(texts)
 
 
 def _open_e5() -> Any:

@@ -79,28 +79,22 @@ def _scoped(field: str, allowed: tuple[str, ...], label: str) -> Rule:
     return Rule(label, [clause], [], check)
 
 
-def rules(principal: Principal, scope: RequestScope, now: datetime) -> list[Rule]:
-    """The rules in force for this principal, scope and moment."""
-    now = _as_datetime(now)  # type: ignore[assignment]
-    now_iso = now.isoformat()
-    out: list[Rule] = []
-
-    out.append(
-        Rule(
-            "tenant",
-            [{"term": {"tenant": principal.tenant}}],
-            [],
-            lambda s: RuleOutcome(
-                rule="tenant",
-                passed=s.get("tenant") == principal.tenant,
-                detail=f"tenant={s.get('tenant')}",
-            ),
+def _tenant(principal: Principal) -> Rule:
+    def check(s: Source) -> RuleOutcome:
+        return RuleOutcome(
+            rule="tenant",
+            passed=s.get("tenant") == principal.tenant,
+            detail=f"tenant={s.get('tenant')}",
         )
-    )
 
+    return Rule("tenant", [{"term": {"tenant": principal.tenant}}], [], check)
+
+
+def _acl(principal: Principal) -> Rule:
+    """The caller's user id is listed, or one of their groups (``*``: every user of the tenant)."""
     groups = [*principal.groups, EVERYONE]
 
-    def acl_check(s: Source) -> RuleOutcome:
+    def check(s: Source) -> RuleOutcome:
         users = set(_listify(s.get("acl_users")))
         grp = set(_listify(s.get("acl_groups")))
         if principal.user_id in users:
@@ -110,154 +104,134 @@ def rules(principal: Principal, scope: RequestScope, now: datetime) -> list[Rule
             return RuleOutcome(rule="acl", passed=True, detail=f"acl group {shared[0]}")
         return RuleOutcome(rule="acl", passed=False, detail="no ACL entry for the caller")
 
-    out.append(
-        Rule(
-            "acl",
-            [
-                {
-                    "bool": {
-                        "should": [
-                            {"terms": {"acl_users": [principal.user_id]}},
-                            {"terms": {"acl_groups": groups}},
-                        ],
-                        "minimum_should_match": 1,
-                    }
-                }
+    clause = {
+        "bool": {
+            "should": [
+                {"terms": {"acl_users": [principal.user_id]}},
+                {"terms": {"acl_groups": groups}},
             ],
-            [],
-            acl_check,
-        )
-    )
+            "minimum_should_match": 1,
+        }
+    }
+    return Rule("acl", [clause], [], check)
 
-    out.append(
-        Rule(
-            "deletion",
-            [],
-            [{"term": {"deleted": True}}],
-            lambda s: RuleOutcome(
-                rule="deletion",
-                passed=not s.get("deleted", False),
-                detail="deleted" if s.get("deleted") else "not deleted",
-            ),
-        )
-    )
 
-    def embargo_check(s: Source) -> RuleOutcome:
+def _not_deleted() -> Rule:
+    def check(s: Source) -> RuleOutcome:
+        deleted = bool(s.get("deleted", False))
+        return RuleOutcome(
+            rule="deletion", passed=not deleted, detail="deleted" if deleted else "not deleted"
+        )
+
+    return Rule("deletion", [], [{"term": {"deleted": True}}], check)
+
+
+def _not_embargoed(now: datetime) -> Rule:
+    def check(s: Source) -> RuleOutcome:
         until = _as_datetime(s.get("embargo_until"))
-        ok = until is None or until <= now
         return RuleOutcome(
             rule="embargo",
-            passed=ok,
+            passed=until is None or until <= now,
             detail="no embargo" if until is None else f"embargo until {until.date()}",
         )
 
-    out.append(Rule("embargo", [], [{"range": {"embargo_until": {"gt": now_iso}}}], embargo_check))
+    return Rule("embargo", [], [{"range": {"embargo_until": {"gt": now.isoformat()}}}], check)
 
-    def retention_check(s: Source) -> RuleOutcome:
+
+def _retained(now: datetime) -> Rule:
+    def check(s: Source) -> RuleOutcome:
         until = _as_datetime(s.get("retention_until"))
         ok = until is None or until >= now
         return RuleOutcome(
             rule="retention",
             passed=ok,
-            detail="retained" if until is None or ok else f"retention ended {until.date()}",
+            detail="retained" if ok else f"retention ended {until.date()}",  # type: ignore[union-attr]
         )
 
-    out.append(
-        Rule("retention", [], [{"range": {"retention_until": {"lt": now_iso}}}], retention_check)
+    return Rule("retention", [], [{"range": {"retention_until": {"lt": now.isoformat()}}}], check)
+
+
+def _current_version() -> Rule:
+    def check(s: Source) -> RuleOutcome:
+        newer = s.get("superseded_by")
+        detail = f"v{s.get('version')} " + (f"superseded by {newer}" if newer else "current")
+        return RuleOutcome(rule="current-version", passed=newer is None, detail=detail)
+
+    return Rule("current-version", [], [{"exists": {"field": "superseded_by"}}], check)
+
+
+def _applicable(lo: date, hi: date) -> Rule:
+    """Valid at some point of ``lo..hi`` (open ends where a bound is missing)."""
+    lo_dt, hi_dt = _as_datetime(lo), _as_datetime(hi)
+
+    def check(s: Source) -> RuleOutcome:
+        vf, vt = _as_datetime(s.get("valid_from")), _as_datetime(s.get("valid_to"))
+        ok = (vf is None or vf <= hi_dt) and (vt is None or vt >= lo_dt)  # type: ignore[operator]
+        span = f"{vf.date() if vf else '-'}..{vt.date() if vt else '-'}"
+        return RuleOutcome(rule="applicability", passed=ok, detail=f"valid {span} for {lo}..{hi}")
+
+    def bound(field: str, op: str, value: date) -> dict[str, Any]:
+        return {
+            "bool": {
+                "should": [{"range": {field: {op: _iso(value)}}}, _missing(field)],
+                "minimum_should_match": 1,
+            }
+        }
+
+    return Rule(
+        "applicability", [bound("valid_from", "lte", hi), bound("valid_to", "gte", lo)], [], check
     )
 
+
+def _no_booking() -> Rule:
+    """Outside a booking question, no booking-specific record."""
+
+    def check(s: Source) -> RuleOutcome:
+        specific = bool(_listify(s.get("booking_ids")))
+        detail = (
+            "booking-specific record outside a booking question"
+            if specific
+            else "not booking-specific"
+        )
+        return RuleOutcome(rule="booking", passed=not specific, detail=detail)
+
+    return Rule("booking", [], [{"exists": {"field": "booking_ids"}}], check)
+
+
+def _source_type(allowed: tuple[str, ...]) -> Rule:
+    def check(s: Source) -> RuleOutcome:
+        return RuleOutcome(
+            rule="source-type",
+            passed=s.get("source_type") in allowed,
+            detail=f"source {s.get('source_type')}",
+        )
+
+    return Rule("source-type", [{"terms": {"source_type": list(allowed)}}], [], check)
+
+
+def rules(principal: Principal, scope: RequestScope, now: datetime) -> list[Rule]:
+    """The rules in force for this principal, scope and moment, in a fixed order."""
+    now = _as_datetime(now)  # type: ignore[assignment]
+    out = [
+        _tenant(principal),
+        _acl(principal),
+        _not_deleted(),
+        _not_embargoed(now),
+        _retained(now),
+    ]
     if not scope.historical:
-        out.append(
-            Rule(
-                "current-version",
-                [],
-                [{"exists": {"field": "superseded_by"}}],
-                lambda s: RuleOutcome(
-                    rule="current-version",
-                    passed=s.get("superseded_by") is None,
-                    detail=f"v{s.get('version')} current"
-                    if not s.get("superseded_by")
-                    else f"v{s.get('version')} superseded by {s.get('superseded_by')}",
-                ),
-            )
-        )
-
-    has_dates = scope.as_of is not None or scope.stay_from is not None
-    if not scope.historical or has_dates:
-        lo, hi = scope.window(now)
-        lo_iso, hi_iso = _iso(lo), _iso(hi)
-
-        def window_check(s: Source) -> RuleOutcome:
-            vf, vt = _as_datetime(s.get("valid_from")), _as_datetime(s.get("valid_to"))
-            ok = (vf is None or vf <= _as_datetime(hi)) and (vt is None or vt >= _as_datetime(lo))  # type: ignore[operator]
-            span = f"{vf.date() if vf else '-'}..{vt.date() if vt else '-'}"
-            return RuleOutcome(
-                rule="applicability", passed=ok, detail=f"valid {span} for {lo}..{hi}"
-            )
-
-        out.append(
-            Rule(
-                "applicability",
-                [
-                    {
-                        "bool": {
-                            "should": [
-                                {"range": {"valid_from": {"lte": hi_iso}}},
-                                _missing("valid_from"),
-                            ],
-                            "minimum_should_match": 1,
-                        }
-                    },
-                    {
-                        "bool": {
-                            "should": [
-                                {"range": {"valid_to": {"gte": lo_iso}}},
-                                _missing("valid_to"),
-                            ],
-                            "minimum_should_match": 1,
-                        }
-                    },
-                ],
-                [],
-                window_check,
-            )
-        )
-
-    if scope.booking_ids:
-        out.append(_scoped("booking_ids", scope.booking_ids, "booking"))
-    else:
-        out.append(
-            Rule(
-                "booking",
-                [],
-                [{"exists": {"field": "booking_ids"}}],
-                lambda s: RuleOutcome(
-                    rule="booking",
-                    passed=not _listify(s.get("booking_ids")),
-                    detail="not booking-specific"
-                    if not s.get("booking_ids")
-                    else "booking-specific record outside a booking question",
-                ),
-            )
-        )
+        out.append(_current_version())
+    if not scope.historical or scope.as_of is not None or scope.stay_from is not None:
+        out.append(_applicable(*scope.window(now)))
+    out.append(
+        _scoped("booking_ids", scope.booking_ids, "booking") if scope.booking_ids else _no_booking()
+    )
     if scope.property_ids:
         out.append(_scoped("property_ids", scope.property_ids, "property"))
     if scope.jurisdictions:
         out.append(_scoped("jurisdiction", scope.jurisdictions, "jurisdiction"))
     if scope.source_types:
-        allowed = scope.source_types
-        out.append(
-            Rule(
-                "source-type",
-                [{"terms": {"source_type": list(allowed)}}],
-                [],
-                lambda s: RuleOutcome(
-                    rule="source-type",
-                    passed=s.get("source_type") in allowed,
-                    detail=f"source {s.get('source_type')}",
-                ),
-            )
-        )
+        out.append(_source_type(scope.source_types))
     return out
 
 

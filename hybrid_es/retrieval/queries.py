@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hybrid_es.retrieval.analysis import client_terms
 from hybrid_es.errors import BadQueryError, PolicyViolationError
+from hybrid_es.retrieval.analysis import client_terms
 from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
 from hybrid_es.retrieval.identifiers import extract_identifiers
 

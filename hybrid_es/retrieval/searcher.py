@@ -1,9 +1,10 @@
 """Executing a hybrid search as a pipeline: prepare -> retrieve -> authorize -> rerank -> assemble.
 
-The I/O edge of retrieval. Bodies come from ``queries``, fusion from ``fusion``, the filter and
-authorization decisions from ``policy``. Each stage is a function with typed input and output, so
-an engine dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker changes
-:func:`rerank_stage` only:
+The I/O edge of retrieval: prepare and retrieve live here; authorize, rerank and assemble are
+pure functions in ``stages``. Bodies come from ``queries``, fusion from ``fusion``, the filter and
+authorization decisions from ``policy``. Each stage has typed input and output, so an engine
+dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker changes
+``stages.rerank_stage`` only:
 
 1. **prepare** validates the input, resolves the caller's chunks index (by tenancy layout) and
    builds the policy filter once;
@@ -17,27 +18,25 @@ an engine dialect changes :meth:`HybridSearcher.retrieve` only, and a second rer
 
 from __future__ import annotations
 
+# The searcher's I/O stages (prepare, retrieve, the msearch and the fusion of its legs) share
+# the capability and model checks; the pure stages live in stages.py.
 import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from elasticsearch import ApiError, Elasticsearch
 
-from hybrid_es import fusion as fusion_mod
 from hybrid_es.cluster.capabilities import _retriever_works
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.errors import (
     AuthenticationError,
     BadQueryError,
     CapabilityMissingError,
     HybridEsError,
     ModelError,
-    PolicyViolationError,
     SearchTimeoutError,
     from_error_body,
     translate_es_error,
@@ -45,15 +44,15 @@ from hybrid_es.errors import (
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.identity import local_chunk_id
 from hybrid_es.models import (
-    AuthorizationDecision,
     FusionPath,
-    Hit,
     Pipeline,
     Principal,
     RequestScope,
     SearchResponse,
 )
-from hybrid_es.retrieval.policy import authorize, policy_filter
+from hybrid_es.retrieval import fusion as fusion_mod
+from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     RetrievalParams,
     assert_policy,
@@ -63,7 +62,16 @@ from hybrid_es.retrieval.queries import (
     search_body,
     standard_retriever,
 )
-from hybrid_es.retrieval.reranker import Reranker, rerank_passage
+from hybrid_es.retrieval.reranker import Reranker
+from hybrid_es.retrieval.stages import (
+    Candidate,
+    Retrieved,
+    SearchRequest,
+    assemble,
+    authorize_stage,
+    ms_since,
+    rerank_stage,
+)
 from hybrid_es.tenancy import IndexLayout
 
 FusionMode = Literal["auto", "native", "client"]
@@ -76,72 +84,6 @@ OnError = Callable[[Principal, object, BaseException, dict[str, float]], None]
 """Called with the caller, the raw query, the error and the stage timings taken so far."""
 
 log = logging.getLogger(__name__)
-
-REFUSED_ANSWER = "a retrieved record failed the policy re-check; refusing to answer (fail closed)"
-"""What a caller and a trace learn when the cluster-side filter and the Python rules disagree:
-nothing about the record. The detail goes to this module's DEBUG log only."""
-
-
-@dataclass
-class Candidate:
-    """One fused candidate, before authorization: its stored key, tenant-local chunk id,
-    ``_source`` and provenance so far."""
-
-    key: str
-    chunk_id: str
-    index: str
-    source: dict[str, Any]
-    fused: float
-    sparse_rank: int | None = None
-    dense_rank: int | None = None
-    sparse_score: float | None = None
-    dense_score: float | None = None
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """A validated search: the caller, what is asked and where it runs (the prepare stage)."""
-
-    text: str
-    principal: Principal
-    scope: RequestScope
-    now: datetime
-    top_k: int
-    rerank: bool
-    rerank_depth: int
-    index: str
-    policy: dict[str, Any]
-
-
-@dataclass
-class Retrieved:
-    """The retrieve stage's output: fused candidates, the path that ran, what each leg returned
-    and a keyed digest of the bodies sent."""
-
-    path: FusionPath
-    reason: str
-    candidates: list[Candidate]
-    legs: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    digest: str = ""
-
-
-@dataclass(frozen=True)
-class Authorized:
-    """The candidates with their authorization decisions (every one allowed)."""
-
-    candidates: list[Candidate]
-    decisions: dict[str, AuthorizationDecision]
-
-
-@dataclass(frozen=True)
-class Reranked:
-    """The final order, the reranker's scores and inputs, and what the stage did."""
-
-    candidates: list[Candidate]
-    scores: dict[str, float]
-    inputs: tuple[str, ...]
-    reranked: bool
-    note: str
 
 
 class HybridSearcher:
@@ -324,7 +266,7 @@ class HybridSearcher:
             retrieved = self.retrieve(req, timings)
             authorized = authorize_stage(req, retrieved.candidates)
             reranked = rerank_stage(req, authorized, self.reranker, timings)
-            timings["total"] = _ms(t_all)
+            timings["total"] = ms_since(t_all)
             response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
         except HybridEsError as exc:
             if self.on_error is not None:
@@ -380,7 +322,7 @@ class HybridSearcher:
         if path != "bm25-only":
             t = time.perf_counter()
             vector = self.embedder.embed_queries([req.text])[0]
-            timings["embed"] = _ms(t)
+            timings["embed"] = ms_since(t)
             leaves["dense"] = knn_retriever(vector, req.policy, self.params)
         try:
             return self._retrieve(path, reason, leaves, req, timings)
@@ -434,19 +376,34 @@ class HybridSearcher:
         names = list(leaves)
         bodies = [search_body(leaves[n], w) for n in names]
         t = time.perf_counter()
+        fused_resp: dict[str, Any] | None = None
         if path == "native-rrf":
             native = search_body(rrf_retriever(list(leaves.values()), self.params), w)
             (fused_resp, *leg_resps), digest = self._msearch([native, *bodies], req)
         else:
             leg_resps, digest = self._msearch(bodies, req)
-        timings["retrieval"] = _ms(t)
+        timings["retrieval"] = ms_since(t)
         hits = {n: r["hits"]["hits"] for n, r in zip(names, leg_resps, strict=True)}
         sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
         legs = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
+        candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
+        timings["fusion"] = ms_since(t)
+        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **legs}, digest)
+
+    def _fuse(
+        self,
+        path: FusionPath,
+        sparse_hits: list[dict[str, Any]],
+        dense_hits: list[dict[str, Any]],
+        native: dict[str, Any] | None,
+    ) -> list[Candidate]:
+        """The fused candidates: client-side RRF or linear fusion over the legs, or the cluster's
+        own fused order (``native``) with each candidate's per-leg ranks taken from the legs."""
+        w = self.params.window
         by_id: dict[str, dict[str, Any]] = {}
-        for h in [*sparse_hits, *dense_hits]:
+        for h in [*sparse_hits, *dense_hits, *((native or {}).get("hits", {}).get("hits", []))]:
             by_id.setdefault(h["_id"], h)
         sparse_scores = {h["_id"]: float(h["_score"]) for h in sparse_hits}
         dense_scores = {h["_id"]: float(h["_score"]) for h in dense_hits}
@@ -458,21 +415,18 @@ class HybridSearcher:
                 [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
                 k=self.params.rank_constant,
             )[:w]
-        if path == "native-rrf":
-            native_hits = fused_resp["hits"]["hits"]
-            for h in native_hits:
-                by_id.setdefault(h["_id"], h)
+        if native is not None:
             # The cluster's order and scores are authoritative; ties are ordered by id, as the
             # client-side path orders them, so both paths give the same sequence.
             scored = sorted(
-                ((float(h["_score"]), h["_id"]) for h in native_hits), key=lambda x: (-x[0], x[1])
+                ((float(h["_score"]), h["_id"]) for h in native["hits"]["hits"]),
+                key=lambda x: (-x[0], x[1]),
             )
             ranks = {f.doc_id: f.ranks for f in fused}
             pairs = [(doc, score, ranks.get(doc, (None, None))) for score, doc in scored]
         else:
             pairs = [(f.doc_id, f.score, f.ranks) for f in fused]
-        timings["fusion"] = _ms(t)
-        candidates = [
+        return [
             Candidate(
                 key=doc,
                 chunk_id=_local(by_id[doc]),
@@ -486,111 +440,6 @@ class HybridSearcher:
             )
             for doc, score, r in pairs
         ]
-        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **legs}, digest)
-
-
-def authorize_stage(req: SearchRequest, candidates: list[Candidate]) -> Authorized:
-    """Defence in depth: the same rules, evaluated on what came back, before any further use.
-
-    Raises PolicyViolationError naming no record when one fails (the cluster-side filter and
-    the rules disagree): the caller, the error hook and a trace learn nothing about it.
-    """
-    decisions: dict[str, AuthorizationDecision] = {}
-    for c in candidates:
-        d = authorize(req.principal, req.scope, req.now, c.source)
-        if not d.allowed or c.source.get("tenant") != req.principal.tenant:
-            log.debug("policy re-check failed for %s: %s", c.key, d.summary())
-            raise PolicyViolationError(
-                REFUSED_ANSWER,
-                hint="the cluster-side filter and the policy rules disagree: report this",
-            )
-        decisions[c.key] = d
-    return Authorized(candidates, decisions)
-
-
-def rerank_stage(
-    req: SearchRequest,
-    authorized: Authorized,
-    reranker: Reranker | None,
-    timings: dict[str, float],
-) -> Reranked:
-    """The cross-encoder over the fused head (``rerank_depth``); the rest of the fused list
-    follows the reranked head. Says in ``note`` why it did not rerank, when it did not."""
-    candidates = authorized.candidates
-    if not req.rerank:
-        return Reranked(candidates, {}, (), False, "reranking disabled for this query")
-    if reranker is None:
-        return Reranked(
-            candidates, {}, (), False, "no reranker configured (set HYBRID_ES_RERANKER_MODEL)"
-        )
-    covered, script = reranker.covers(req.text)
-    if not covered:
-        trained = ", ".join(sorted(reranker.scripts or ()))
-        note = (
-            f"not reranked: the query is in {script} script, outside what "
-            f"{reranker.model_name} was trained on ({trained})"
-        )
-        return Reranked(candidates, {}, (), False, note)
-    pool, tail = candidates[: req.rerank_depth], candidates[req.rerank_depth :]
-    t = time.perf_counter()
-    scores = reranker.score(req.text, [rerank_passage(c.source) for c in pool])
-    timings["rerank"] = _ms(t)
-    by_key = {c.key: s for c, s in zip(pool, scores, strict=True)}
-    # The first stage's standing as a score that falls with rank (fused scores of the linear
-    # and RRF paths are on different scales; ranks are comparable).
-    standing = {c.key: -float(i) for i, c in enumerate(pool)}
-    by_id = {c.key: c for c in pool}
-    w = reranker.weight
-    ordered = [by_id[k] for k in fusion_mod.blend(standing, by_key, w)] + tail
-    note = f"cross-encoder {reranker.model_name} over the fused top {len(pool)}" + (
-        f", blended with the fused order (weight {w:g})" if w < 1.0 else ""
-    )
-    return Reranked(ordered, by_key, tuple(c.chunk_id for c in pool), True, note)
-
-
-def assemble(
-    req: SearchRequest,
-    retrieved: Retrieved,
-    authorized: Authorized,
-    reranked: Reranked,
-    timings: dict[str, float],
-    hash_key: bytes,
-) -> SearchResponse:
-    """The response: the top ``top_k`` hits with provenance, the legs and the audit fields."""
-    hits = tuple(
-        Hit(
-            chunk_id=c.chunk_id,
-            doc_id=str(c.source.get("doc_id", "")),
-            index=c.index,
-            source_version=int(c.source.get("version", 0) or 0),
-            title=str(c.source.get("title", "")),
-            text=str(c.source.get("raw_chunk_text", "")),
-            sparse_rank=c.sparse_rank,
-            dense_rank=c.dense_rank,
-            sparse_score=c.sparse_score,
-            dense_score=c.dense_score,
-            fused_score=c.fused,
-            rerank_score=reranked.scores.get(c.key),
-            final_rank=i,
-            fusion_path=retrieved.path,
-            authorization=authorized.decisions[c.key],
-            source=c.source,
-        )
-        for i, c in enumerate(reranked.candidates[: req.top_k], start=1)
-    )
-    return SearchResponse(
-        query_hash=keyed_digest(hash_key, req.text),
-        fusion_path=retrieved.path,
-        fusion_reason=retrieved.reason,
-        reranked=reranked.reranked,
-        rerank_note=reranked.note,
-        hits=hits,
-        candidates=len(authorized.decisions),
-        timings_ms=timings,
-        reranker_inputs=reranked.inputs,
-        legs=retrieved.legs,
-        request_digest=retrieved.digest,
-    )
 
 
 def _local(hit: dict[str, Any]) -> str:
@@ -604,7 +453,3 @@ def _notify(hook: Callable[..., None], *args: Any) -> None:
         hook(*args)
     except Exception:
         log.exception("a search hook failed; the search result is unaffected")
-
-
-def _ms(t0: float) -> float:
-    return round((time.perf_counter() - t0) * 1000.0, 3)

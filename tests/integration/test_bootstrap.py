@@ -11,9 +11,9 @@ from elasticsearch import ApiError
 from hybrid_es.cluster.bootstrap import bootstrap, installed_template
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.templates import load_templates
 from hybrid_es.errors import AuthenticationError, EngineUnavailableError, TemplateConflictError
 from hybrid_es.settings import Settings
-from hybrid_es.cluster.templates import load_templates
 
 pytestmark = pytest.mark.integration
 INTEG_ZIP_MODULES = ("apm", "transport-netty4", "x-pack-core", "x-pack-security")
@@ -184,7 +184,7 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli.main", *args],
+        [sys.executable, "-m", "hybrid_es.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -22,7 +22,7 @@ def test_eval_reports_quality_latency_and_a_markdown_report(es, bootstrapped, tm
             [
                 sys.executable,
                 "-m",
-                "hybrid_es.cli.main",
+                "hybrid_es.cli",
                 "eval",
                 str(TINY),
                 "--pipelines",
@@ -63,7 +63,7 @@ def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, boot
     index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
     try:
         r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli.main", "eval", str(COOKBOOK),
+            [sys.executable, "-m", "hybrid_es.cli", "eval", str(COOKBOOK),
              "--pipelines", "bm25,hybrid", "--index", index, "--json"],
             capture_output=True, text=True, timeout=600, env={**os.environ},
         )  # fmt: skip

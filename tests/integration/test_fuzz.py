@@ -23,7 +23,8 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.traces.documents import TraceWriter, search_hook
+from hybrid_es.traces.hooks import search_hook
+from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import examples, ingest_as_owners, travel_documents
 
 pytestmark = pytest.mark.integration

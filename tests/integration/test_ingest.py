@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.embedder import MeteredEmbedder
 from hybrid_es.errors import IngestError
+from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.identity import chunk_key
+from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_jsonl
 from tests.conftest import FIXTURES, ingest_as_owners, owner, travel_documents

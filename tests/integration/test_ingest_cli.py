@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from hybrid_es.ingest.chunking import chunk_text, counter_for
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.identity import chunk_key
+from hybrid_es.ingest.chunking import chunk_text, counter_for
 from hybrid_es.ingest.indexer import chunk_id
 from tests.fixtures.messages_stand_in import MessagesStandIn
 
@@ -38,7 +38,7 @@ def _env(names: dict[str, str], **extra: str) -> dict[str, str]:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "hybrid_es.cli.main", "ingest", *args]
+    return [sys.executable, "-m", "hybrid_es.cli", "ingest", *args]
 
 
 def _run(names: dict[str, str], *args: str, **env: str) -> tuple[int, dict[str, Any], str]:
@@ -209,7 +209,7 @@ def die(*args, **kwargs):
     os._exit(9)  # killed after the bulk write and the refresh, before the watermark moves
 corpus_state.CorpusState.finish = die
 sys.argv = ["hybrid-es", *sys.argv[1:]]
-from hybrid_es.cli.main import main
+from hybrid_es.cli import main
 main()
 """
 

@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.evaluation.metering import MeteredEmbedder
+from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.anthropic_context import (
     DOCUMENT_PROMPT,
     PRICES,
@@ -16,11 +19,12 @@ from hybrid_es.ingest.anthropic_context import (
     document_text,
 )
 from hybrid_es.ingest.chunking import chunk_text, counter_for
-from hybrid_es.ingest.contextual import ExtractiveContextualizer, NoContextualizer, extractive_header
-from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.contextual import (
+    ExtractiveContextualizer,
+    NoContextualizer,
+    extractive_header,
+)
 from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.embedder import MeteredEmbedder
-from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from tests.conftest import owner
 from tests.fixtures.messages_stand_in import MessagesStandIn

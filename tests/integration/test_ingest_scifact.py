@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.retrieval.embedder import Vectors
+from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.retrieval.embedder import Vectors
 from tests.conftest import owner
 
 pytestmark = pytest.mark.integration

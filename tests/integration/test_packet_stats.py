@@ -63,7 +63,7 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
 
     def stats(*args: str) -> dict:  # type: ignore[type-arg]
         r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli.main", "packet", "stats", *args, "--json"],
+            [sys.executable, "-m", "hybrid_es.cli", "packet", "stats", *args, "--json"],
             capture_output=True,
             text=True,
             timeout=120,

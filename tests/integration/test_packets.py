@@ -9,8 +9,8 @@ import pytest
 
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.ingest.documents import Document
 from hybrid_es.errors import ManifestConflictError, PacketNotFoundError
+from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService

@@ -14,8 +14,8 @@ from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.ingest.documents import Document
 from hybrid_es.errors import EngineUnavailableError, HybridEsError, SearchTimeoutError
+from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -170,24 +170,27 @@ def test_cluster_down_during_search_is_a_clear_error_not_a_partial_answer(settin
         s.search("rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
 
 
-def test_a_search_timeout_is_reported_as_such(es, settings, fresh_indices):
+def test_a_search_timeout_is_reported_as_such(fault_node):
+    # A stalled node (SIGSTOP: alive, holding its connections, answering nothing) makes the
+    # search run past the client's timeout, every time; a 1 ms timeout against a fast node was
+    # flaky (a tiny search can answer within it).
+    client = _ready(fault_node)
+    index = f"hybrid-es-chunks-stall-{os.getpid()}"
+    state_index = f"hybrid-es-corpus-state-stall-{os.getpid()}"
     ing = Ingestor(
-        es,
-        HashEmbedder(),
-        index=fresh_indices["chunks"],
-        corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
+        client, HashEmbedder(), index=index, corpus_state=CorpusState(client, state_index)
     )
     ing.ingest(_docs(5), owner("t"), now=NOW)
-    impatient = make_client(settings, max_retries=0, request_timeout=0.001)
+    impatient = make_client(fault_node["settings"], max_retries=0, request_timeout=1.0)
     s = HybridSearcher(
-        impatient,
-        HashEmbedder(),
-        index=fresh_indices["chunks"],
-        native_rrf=False,
-        corpus_state_index=fresh_indices["corpus_state"],
+        impatient, HashEmbedder(), index=index, native_rrf=False, corpus_state_index=state_index
     )
-    # The mapping check would time out first; the search is the subject.
-    s._model_checked.add(fresh_indices["chunks"])
-    s._known_tenants.add("t")
-    with pytest.raises(SearchTimeoutError, match="timed out"):
-        s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
+    s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)  # warm
+    pid = int(fault_node["pidfile"].read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(SearchTimeoutError, match="timed out"):
+            s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    client.indices.delete(index=f"{index},{state_index}", ignore_unavailable=True)

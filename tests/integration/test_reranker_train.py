@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.evaluation.runner import EVAL_PRINCIPAL
+from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
@@ -25,7 +25,7 @@ TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 def _train(out: Path, index: str, base: str) -> dict:
     r = subprocess.run(
         [
-            sys.executable, "-m", "hybrid_es.cli.main", "reranker", "train", str(TINY),
+            sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
             "--out", str(out), "--split", "test", "--base", base, "--index", index,
             "--steps", "3", "--negatives", "2", "--negative-pool", "4",
             "--dev-fraction", "0.25", "--rerank-depth", "5", "--json",
@@ -75,7 +75,7 @@ def test_train_writes_a_loadable_reproducible_model(es, bootstrapped, tmp_path, 
         ).read_bytes()
         # A non-empty output folder is not overwritten without --force.
         r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli.main", "reranker", "train", str(TINY),
+            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
              "--out", str(tmp_path / "a"), "--split", "test", "--index", index],
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip

@@ -15,8 +15,8 @@ from hybrid_es.errors import (
     ModelError,
     UnknownTenantError,
 )
-from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher

@@ -31,7 +31,9 @@ from hybrid_es.errors import (
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
-from hybrid_es.traces.documents import TraceWriter, search_error_trace, search_hook
+from hybrid_es.traces.documents import search_error_trace
+from hybrid_es.traces.hooks import search_hook
+from hybrid_es.traces.writer import TraceWriter
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +103,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_ES_")}
     base.update({"COLUMNS": "200", "HYBRID_ES_MAX_RETRIES": "0"})
     return subprocess.run(
-        [sys.executable, "-c", "from hybrid_es.cli.main import main; main()", *args],
+        [sys.executable, "-c", "from hybrid_es.cli import main; main()", *args],
         env={**base, **env},
         capture_output=True,
         text=True,

@@ -33,7 +33,8 @@ AS_GUEST = ("--tenant", "demo-A", "--user", "guest")
 def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: ignore[no-untyped-def]
     """demo-A and demo-B's fixture under the real embedder (the CLI's), the manager's packet and
     a search trace of the manager's, in indices of their own (index-per-tenant, the default)."""
-    from hybrid_es.traces.documents import TraceWriter, search_hook
+    from hybrid_es.traces.hooks import search_hook
+    from hybrid_es.traces.writer import TraceWriter
 
     w = make_world(es, "index-per-tenant", embedder=embedder)
     traces = f"hybrid-es-traces-sec-cli-{uuid.uuid4().hex[:8]}"
@@ -69,7 +70,7 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
 
 def _cli(ctx: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli.main", *args],
+        [sys.executable, "-m", "hybrid_es.cli", *args],
         env=ctx["env"],
         capture_output=True,
         text=True,

@@ -8,8 +8,8 @@ import threading
 import pytest
 from pydantic import ValidationError
 
-from hybrid_es.ingest.documents import Document
 from hybrid_es.identity import chunk_id, chunk_key
+from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
 from tests.conftest import HashEmbedder, owner

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from hybrid_es.ingest.documents import Document
 from hybrid_es.errors import HybridEsError, ManifestConflictError, PacketNotFoundError
+from hybrid_es.ingest.documents import Document
 from hybrid_es.models import Principal
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore

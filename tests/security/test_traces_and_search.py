@@ -17,9 +17,11 @@ from hybrid_es.hashing import keyed_digest
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import OPERATOR_ROLE, Principal, RequestScope
 from hybrid_es.retrieval.queries import RetrievalParams
-from hybrid_es.retrieval.searcher import REFUSED_ANSWER, HybridSearcher
+from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.retrieval.stages import REFUSED_ANSWER
+from hybrid_es.traces.hooks import search_hook
 from hybrid_es.traces.reader import TraceReader
-from hybrid_es.traces.documents import TraceWriter, search_hook
+from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import HashEmbedder, owner
 from tests.security.conftest import AGENT_A, AGENT_B, MANAGER, NOW, QUERY, SCOPE, World, make_world
 
@@ -148,7 +150,7 @@ def test_the_fail_closed_error_names_no_record(world: World, es, caplog):
         on_error=lambda p, q, exc, t: seen.append(f"{exc} {getattr(exc, 'hint', '')}"),
     )
     with (
-        caplog.at_level(logging.DEBUG, logger="hybrid_es.retrieval.searcher"),
+        caplog.at_level(logging.DEBUG, logger="hybrid_es.retrieval.stages"),
         pytest.raises(PolicyViolationError) as info,
     ):
         searcher.search(QUERY, MANAGER, SCOPE, now=NOW)

@@ -58,7 +58,7 @@ CASES = [
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
 def test_bad_input_is_a_usage_error_naming_the_option(args, expected):
     proc = subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli.main", *args],
+        [sys.executable, "-m", "hybrid_es.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,

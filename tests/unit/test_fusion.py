@@ -8,7 +8,14 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT, Fused, hybrid_linear, linear, minmax, rrf
+from hybrid_es.retrieval.fusion import (
+    DEFAULT_RANK_CONSTANT,
+    Fused,
+    hybrid_linear,
+    linear,
+    minmax,
+    rrf,
+)
 
 D1, D2, D4 = "D1-current-contract", "D2-accessibility-note", "D4-generic-brochure"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from hybrid_es.errors import ConfigurationError, ModelError
 from hybrid_es.ingest.anthropic_context import (
     CHUNK_PROMPT,
     MAX_HEADER_TOKENS,
@@ -18,7 +19,6 @@ from hybrid_es.ingest.anthropic_context import (
 from hybrid_es.ingest.chunking import chunk_text
 from hybrid_es.ingest.contextual import ContextUsage, extractive_header
 from hybrid_es.ingest.documents import Document
-from hybrid_es.errors import ConfigurationError, ModelError
 from tests.fixtures.messages_stand_in import MessagesStandIn
 
 DOC = Document(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_es.ingest import loaders
 from hybrid_es.errors import IngestError
+from hybrid_es.ingest import loaders
 from hybrid_es.ingest.loaders import (
     LoadOptions,
     LoadReport,
@@ -168,7 +168,7 @@ def test_jsonl_accepts_a_byte_order_mark_and_fills_the_tenant(tmp_path):
 
 
 def test_jsonl_refuses_a_body_over_the_documented_limit(tmp_path, monkeypatch):
-    from hybrid_es import documents
+    from hybrid_es.ingest import documents
 
     monkeypatch.setattr(documents, "MAX_DOCUMENT_CHARS", 20)
     path = _write(tmp_path / "d.jsonl", json.dumps({"id": "a", "tenant": "t", "body": "y" * 21}))

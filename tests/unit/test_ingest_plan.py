@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
 from hybrid_es.ingest.chunking import Chunk, chunk_text
 from hybrid_es.ingest.contextual import Header, fallback_version
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
+from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
 
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 MODEL = "model-a"
@@ -159,7 +159,7 @@ def test_a_deletion_is_a_watermark_change_of_its_own():
 def test_cluster_calls_are_retried_whole_on_connection_failures_only(monkeypatch):
     import elastic_transport
 
-    from hybrid_es import indexer
+    from hybrid_es.ingest import indexer
 
     calls: list[str] = []
 

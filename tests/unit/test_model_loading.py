@@ -2,8 +2,8 @@
 
 import pytest
 
-from hybrid_es.retrieval.embedder import SentenceTransformerEmbedder
 from hybrid_es.errors import ModelError
+from hybrid_es.retrieval.embedder import SentenceTransformerEmbedder
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 
 
@@ -26,7 +26,7 @@ def test_no_passages_need_no_model():
 def test_the_metered_embedder_counts_passages_and_passes_queries_through():
     import numpy as np
 
-    from hybrid_es.retrieval.embedder import MeteredEmbedder
+    from hybrid_es.evaluation.metering import MeteredEmbedder
 
     class Fixed:
         model_id, dims = "fixed", 2

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.retrieval.fusion import blend
-from hybrid_es.retrieval.reranker import rerank_passage
 from hybrid_es.evaluation.reranker_train import (
     Candidate,
     TrainConfig,
@@ -14,6 +12,8 @@ from hybrid_es.evaluation.reranker_train import (
     reranked_run,
     split_queries,
 )
+from hybrid_es.retrieval.fusion import blend
+from hybrid_es.retrieval.reranker import rerank_passage
 
 
 def test_split_is_seeded_disjoint_and_complete():

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from hybrid_es.errors import ConfigurationError
-from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.policy import authorize, policy_filter
 from hybrid_es.cluster.templates import (
     ANALYSIS_TEMPLATE,
     HASH_KEY,
@@ -23,6 +20,9 @@ from hybrid_es.cluster.templates import (
     templates_dir,
     with_fingerprint,
 )
+from hybrid_es.errors import ConfigurationError
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.retrieval.policy import authorize, policy_filter
 
 ROOT = Path(__file__).resolve().parents[2] / "es_templates"
 JSON_FILES = sorted(ROOT.rglob("*.json"))

@@ -21,14 +21,13 @@ from hybrid_es.settings import Settings
 from hybrid_es.traces.documents import (
     MAX_TEXT_CHARS,
     STAGES,
-    TraceWriter,
-    packet_hook,
     packet_trace,
     scrub,
     search_error_trace,
-    search_hook,
     search_trace,
 )
+from hybrid_es.traces.hooks import packet_hook, search_hook
+from hybrid_es.traces.writer import TraceWriter
 
 MAPPING = (
     Path(__file__).resolve().parents[2] / "es_templates/component/hybrid-es-trace-mappings.json"

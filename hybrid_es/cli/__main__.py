@@ -1,0 +1,5 @@
+"""``python -m hybrid_es.cli``: the same as the ``hybrid-es`` console script."""
+
+from hybrid_es.cli.main import main
+
+main()

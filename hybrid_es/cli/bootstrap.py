@@ -1,0 +1,107 @@
+"""``hybrid-es capabilities`` and ``hybrid-es bootstrap``: what the cluster can do, and installing
+the templates, indices and roles."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from hybrid_es.cli.common import client, console, emit_json, err_console, settings
+from hybrid_es.errors import TemplateConflictError
+from hybrid_es.settings import Settings
+
+
+def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Probe the cluster and print what it can do."""
+    from hybrid_es.cluster.capabilities import probe
+
+    s = settings()
+    caps = probe(client(s), url=s.redacted_url())
+    if as_json:
+        emit_json(caps.model_dump())
+        return
+    _print_caps(caps, s)
+
+
+def _print_caps(caps: Any, s: Settings) -> None:
+    t = Table(title=f"Capabilities of {s.redacted_url()}", show_header=True)
+    t.add_column("capability")
+    t.add_column("value")
+    for k, v in caps.rows():
+        t.add_row(k, v)
+    console.print(t)
+    for note in caps.notes:
+        console.print(f"  note: {note}", style="dim", markup=False, highlight=False)
+
+
+# Long for its options and its two outputs (a table or --json) of one bootstrap call.
+def bootstrap(
+    force: Annotated[bool, typer.Option(help="Overwrite installed templates that differ.")] = False,
+    check: Annotated[
+        bool, typer.Option(help="Only compare installed objects with the files.")
+    ] = False,
+    tenant: Annotated[
+        list[str] | None, typer.Option(help="Install the reader role for a tenant.")
+    ] = None,
+    kibana: Annotated[
+        str | None, typer.Option(help="Kibana URL to import saved objects into.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Install templates, indices and roles idempotently, then print the capability report."""
+    from hybrid_es.cluster.bootstrap import bootstrap as run_bootstrap
+    from hybrid_es.cluster.capabilities import probe
+
+    s = settings()
+    es = client(s)
+    caps = probe(es, url=s.redacted_url())
+    try:
+        report = run_bootstrap(es, caps, s, force=force, check=check, tenants=tuple(tenant or ()))
+    except TemplateConflictError as exc:
+        for name, d in exc.diffs.items():
+            err_console.print(f"[bold]{name}[/bold] differs:")
+            err_console.print(d, markup=False, highlight=False)
+        raise
+    imported = None
+    if kibana and not check:
+        from hybrid_es.cluster.kibana import import_saved_objects
+
+        imported = import_saved_objects(kibana, s)
+    if as_json:
+        emit_json(
+            {
+                "capabilities": caps.model_dump(),
+                "applied": report.applied,
+                "actions": [
+                    {"kind": a.kind, "name": a.name, "status": a.status, "diff": a.diff}
+                    for a in report.actions
+                ],
+                "kibana": imported,
+            }
+        )
+    else:
+        t = Table(title="check" if check else "bootstrap")
+        for c in ("kind", "name", "status"):
+            t.add_column(c)
+        for a in report.actions:
+            style = {
+                "create": "green",
+                "update": "yellow",
+                "missing": "red",
+                "conflict": "red",
+            }.get(a.status, "")
+            t.add_row(a.kind, a.name, f"[{style}]{a.status}[/{style}]" if style else a.status)
+        console.print(t)
+        if imported is not None:
+            console.print(f"Kibana: imported {imported} saved object(s)")
+        _print_caps(caps, s)
+    if check and any(a.status in ("missing", "conflict") for a in report.actions):
+        raise typer.Exit(1)
+
+
+# -- search ----------------------------------------------------------------------------------
+
+
+# Long only for its typer options: one search call, then the provenance table.

@@ -1,0 +1,189 @@
+"""Evaluating a dataset end to end: what ``hybrid-es eval`` runs, as one library call.
+
+Reads a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/``) or the cookbook's
+layout (Pass@k over its golden chunks), ingests it for the evaluation tenant (reusing unchanged
+documents), runs each pipeline over the judged queries and returns the results with the
+machine and command they were measured on; ``write_report`` adds Markdown, JSON and a plot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from hybrid_es.errors import ConfigurationError
+from hybrid_es.evaluation.collection import (
+    EVAL_TENANT,
+    collection_name,
+    default_index,
+    ingest_collection,
+)
+from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
+from hybrid_es.evaluation.progress import NoProgress, Progress
+from hybrid_es.evaluation.runner import (
+    METRICS,
+    PASS_AT_K,
+    PIPELINES,
+    PipelineResult,
+    markdown_report,
+    plot,
+    run_pipeline,
+)
+from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.reranker import CrossEncoderReranker
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """What to evaluate and how (the CLI's options, validated on construction)."""
+
+    dataset: Path
+    pipelines: tuple[str, ...] = ("bm25", "dense", "hybrid", "linear")
+    split: str = "test"
+    reranker: CrossEncoderReranker | None = None
+    rerank_depth: int = 20
+    alpha: float = 0.6
+    max_queries: int | None = None
+    index: str | None = None
+    state_index: str = "hybrid-es-corpus-state-eval"
+    embedder_name: str = "minilm"
+
+    def __post_init__(self) -> None:
+        unknown = [p for p in self.pipelines if p not in PIPELINES]
+        if unknown:
+            raise ConfigurationError(
+                f"unknown pipelines {unknown}; choose from {', '.join(PIPELINES)}"
+            )
+        reranking = [p for p in self.pipelines if p.endswith("+rerank")]
+        if reranking and self.reranker is None:
+            raise ConfigurationError(
+                f"{reranking[0]} needs a reranker (see `hybrid-es reranker train`)"
+            )
+
+
+@dataclass
+class EvalRun:
+    """The results of one evaluation, and what they were measured on."""
+
+    dataset: str
+    split: str
+    results: list[PipelineResult]
+    machine: str
+    ingest_context_usage: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "split": self.split,
+            "command": self.command,
+            "machine": self.machine,
+            "results": [r.as_dict() for r in self.results],
+            "ingest_context_usage": self.ingest_context_usage,
+        }
+
+
+# Stays whole: read the judgements, ingest, then one run per pipeline; the machine line records
+# what the runs were measured on.
+def evaluate_dataset(
+    es: Elasticsearch,
+    embedder: Embedder,
+    req: EvalRequest,
+    *,
+    url: str = "",
+    command: str = "",
+    progress: Progress | None = None,
+) -> EvalRun:
+    """Ingest ``req.dataset`` (unchanged documents are skipped) and run every pipeline over its
+    judged queries. Raises IngestError for a dataset that cannot be read."""
+    progress = progress or NoProgress()
+    docs, chunker, unit, metrics, split = None, None, "doc", METRICS, req.split
+    if is_cookbook(req.dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
+        cb = load_codebase(req.dataset, tenant=EVAL_TENANT)
+        queries, qrels = cb.as_judged()
+        docs, chunker, unit, metrics = cb.docs, (lambda d: cb.chunks[d.id]), "chunk", PASS_AT_K
+        split = "all questions"
+    else:
+        qrels = read_qrels(req.dataset, req.split)
+        queries = read_queries(req.dataset)
+    if req.max_queries:
+        qrels = dict(list(qrels.items())[: req.max_queries])
+    ingest_step = progress.stage("ingest")
+    col = ingest_collection(
+        es,
+        embedder,
+        req.dataset,
+        index=req.index or default_index(req.dataset, req.embedder_name),
+        state_index=req.state_index,
+        url=url,
+        on_total=lambda n: ingest_step.update(completed=0, total=n),
+        progress=ingest_step.advance,
+        docs=docs,
+        chunker=chunker,
+    )
+    embedder.embed_queries(["warm-up"])
+    reranking = {p for p in req.pipelines if p.endswith("+rerank")}
+    if req.reranker is not None and reranking:
+        req.reranker.load()
+        req.reranker.score("warm-up", ["warm-up"])
+    results = []
+    for p in req.pipelines:
+        searcher = col.searcher(
+            pipeline={"bm25": "bm25", "dense": "dense"}.get(p, "hybrid"),
+            fusion_method="linear" if p.startswith("linear") else "rrf",
+            alpha=req.alpha,
+            reranker=req.reranker if p in reranking else None,
+        )
+        results.append(
+            run_pipeline(
+                p,
+                searcher,
+                queries,
+                qrels,
+                rerank=p in reranking,
+                rerank_depth=req.rerank_depth,
+                progress=progress.stage(p, len(qrels)).advance,
+                unit=unit,  # type: ignore[arg-type]
+                metrics=metrics,
+            )
+        )
+    rep, ce = col.report, req.reranker
+    machine = (
+        f"{os.cpu_count()} cores, {platform.platform()}, embedder {embedder.model_id}, "
+        f"ingest {col.ingest_s:.1f} s ({rep.chunks} chunks written, "
+        f"{rep.skipped_unchanged} documents unchanged; context headers: "
+        f"{rep.context.calls} LLM calls, cost {_usd(rep.context.cost_usd)} this run)"
+        + (f", reranker {ce.model_name} ({ce.precision}, weight {ce.weight:g})" if ce else "")
+    )
+    return EvalRun(
+        collection_name(req.dataset),
+        split,
+        results,
+        machine,
+        rep.context.summary(),
+        command,
+    )
+
+
+def write_report(run: EvalRun, folder: Path) -> None:
+    """``report.md``, ``results.json`` and a PNG of quality and p95 latency, into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    png = f"{run.dataset}.png"
+    plot(run.results, str(folder / png), title=f"{run.dataset} ({run.split})")
+    (folder / "report.md").write_text(
+        markdown_report(
+            run.dataset, run.results, command=run.command, machine=run.machine, plots=[png]
+        )
+    )
+    (folder / "results.json").write_text(json.dumps(run.as_dict(), indent=2))
+
+
+def _usd(cost: float | None) -> str:
+    return "unknown (no price for the model)" if cost is None else f"${cost:.4f}"

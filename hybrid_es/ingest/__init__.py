@@ -1,0 +1,6 @@
+"""Ingestion: typed documents and their loaders, chunking, context headers and their guardrail,
+the pure skip/write plan, and the indexer that writes a caller's documents.
+
+Entry points: ``run.ingest_path`` (a file or folder, as the CLI does) and ``indexer.Ingestor``.
+May import: retrieval (the embedder, text analysis, identifiers), cluster and the ground modules.
+"""

@@ -1,0 +1,133 @@
+"""The package layout tells the architecture, and this test keeps it true: imports only go down.
+
+The layers, top to bottom (each may import its own layer and any layer below it)::
+
+    api         hybrid_es/__init__.py: the public names, re-exported
+    cli         the command line
+    evaluation  metrics, pipeline runs, training, what the benchmarks share
+    packets     evidence packets
+    traces      trace documents, writer, hooks, reader
+    ingest      documents, loaders, chunking, context headers, the indexer
+    retrieval   policy, queries, fusion, the searcher, embedder and cross-encoder, text analysis
+    cluster     client, templates, bootstrap, capabilities, Kibana, corpus state
+    ground      models, errors, settings, identity, hashing, tenancy
+
+Every ``import`` counts, at module level or inside a function (a lazy import is still a
+dependency), and the module graph must have no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "hybrid_es"
+LAYERS = [
+    "api",
+    "cli",
+    "evaluation",
+    "packets",
+    "traces",
+    "ingest",
+    "retrieval",
+    "cluster",
+    "ground",
+]
+GROUND = {"models", "errors", "settings", "identity", "hashing", "tenancy"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module == "hybrid_es":
+        return "api"
+    if parts[1] in GROUND and len(parts) == 2:
+        return "ground"
+    if parts[1] in LAYERS:
+        return parts[1]
+    raise AssertionError(
+        f"{module} belongs to no layer: add it to one in tests/unit/test_layers.py"
+    )
+
+
+def imports(module: str) -> set[str]:
+    """The hybrid_es modules that ``module`` imports, anywhere in its body."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("hybrid_es")}
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hybrid_es")
+        ):
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if sub in MODULES else node.module)
+    return {m for m in found if m in MODULES and m != module}
+
+
+def test_every_module_belongs_to_a_layer():
+    for module in MODULES:
+        assert layer(module) in LAYERS
+
+
+def test_imports_only_go_down():
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    upward = [
+        f"{m} ({layer(m)}) imports {dep} ({layer(dep)})"
+        for m in MODULES
+        for dep in sorted(imports(m))
+        if rank[layer(dep)] < rank[layer(m)]
+    ]
+    assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_the_module_graph_has_no_cycle():
+    graph = {m: imports(m) for m in MODULES}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for dep in sorted(graph[m]):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (cycle := visit(m)):
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+
+
+def test_the_checks_catch_what_they_claim():
+    # The checks are only worth something if they can fail: a made-up upward edge and a made-up
+    # cycle are caught by the same rules.
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    assert rank[layer("hybrid_es.cli.main")] < rank[layer("hybrid_es.retrieval.searcher")]
+    assert rank[layer("hybrid_es.cluster.client")] > rank[layer("hybrid_es.ingest.indexer")]
+    assert "hybrid_es.retrieval.policy" in imports("hybrid_es.retrieval.searcher")
+    assert "hybrid_es.ingest.plan" in imports("hybrid_es.ingest.indexer")
+
+
+def test_each_subpackage_says_what_it_is_and_what_it_may_import():
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        lines = [ln for ln in doc.splitlines() if ln.strip()]
+        assert 3 <= len(lines) <= 6, f"{init}: a docstring of three to six lines"
+        assert "Entry point" in doc and "May import" in doc, init
