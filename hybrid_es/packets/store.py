@@ -9,7 +9,7 @@ single GET.
 The chain of a case is committed by ``op_type=create`` alone: version n+1 can be created once,
 so of two concurrent refreshes exactly one writes it and the other is told which version won.
 Whether a version is current is read from the chain (does version n+1 exist? a real-time GET),
-not from a status field; the ``superseded`` mark on the old version is written afterwards for
+not from a status field, so no write waits for an index refresh; the ``superseded`` mark on the old version is written afterwards for
 readers of the index and may be missing after a crash without changing any verdict.
 """
 
@@ -58,7 +58,6 @@ class PacketStore:
                 id=key,
                 op_type="create",
                 document=manifest.to_document(),
-                refresh="wait_for",
             )
         except ConflictError as exc:
             raise ManifestConflictError(
@@ -147,7 +146,6 @@ class PacketStore:
                 document=m.to_document(),
                 if_seq_no=old.seq_no,
                 if_primary_term=old.primary_term,
-                refresh="wait_for",
             )
         except ConflictError as exc:
             raise ManifestConflictError(
