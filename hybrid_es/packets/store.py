@@ -9,8 +9,9 @@ single GET.
 The chain of a case is committed by ``op_type=create`` alone: version n+1 can be created once,
 so of two concurrent refreshes exactly one writes it and the other is told which version won.
 Whether a version is current is read from the chain (does version n+1 exist? a real-time GET),
-not from a status field, so no write waits for an index refresh; the ``superseded`` mark on the old version is written afterwards for
-readers of the index and may be missing after a crash without changing any verdict.
+not from a status field, so no write waits for an index refresh; the ``superseded`` mark on the
+old version is written afterwards for readers of the index and may be missing after a crash
+without changing any verdict.
 """
 
 from __future__ import annotations
