@@ -1,13 +1,29 @@
 #!/usr/bin/env bash
-# Set up everything and run the travel-copilot demo against a local, real Elasticsearch.
+# Set up everything and run the travel-copilot demo against a local, real engine:
+#
+#   scripts/demo.sh                       Elasticsearch (scripts/es.sh)
+#   scripts/demo.sh --engine opensearch   OpenSearch 2.19 (scripts/opensearch.sh)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+ENGINE=elasticsearch
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engine) ENGINE="${2:-}"; shift 2 ;;
+    --engine=*) ENGINE="${1#--engine=}"; shift ;;
+    *) echo "demo.sh: unknown argument $1 (usage: scripts/demo.sh [--engine elasticsearch|opensearch])" >&2; exit 2 ;;
+  esac
+done
+case "$ENGINE" in
+  elasticsearch) NODE=scripts/es.sh ;;
+  opensearch) NODE=scripts/opensearch.sh ;;
+  *) echo "demo.sh: --engine must be elasticsearch or opensearch, not '$ENGINE'" >&2; exit 2 ;;
+esac
 VENV="$(scripts/setup.sh | tail -1)"
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-scripts/es.sh start
-eval "$(scripts/es.sh env)"
+"$NODE" start
+eval "$("$NODE" env)"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 step "1. Bootstrap: templates, indices, capability report"

@@ -200,13 +200,14 @@ cmd_start() {
   else
     ES_JAVA_HOME="$JAVA" "${launch[@]}" >"$HOME_DIR/start.out" 2>&1 || true
   fi
-  local deadline=$((SECONDS + ${HYBRID_ES_START_TIMEOUT:-180}))
+  local started=$SECONDS deadline=$((SECONDS + ${HYBRID_ES_START_TIMEOUT:-180}))
   while [ $SECONDS -lt $deadline ]; do
     if health | grep -qE '"status":"(green|yellow)"'; then
       say "ready: $(health)"
       return 0
     fi
-    if [ $SECONDS -gt 10 ] && ! running_pid >/dev/null; then break; fi
+    # The launcher writes the pid file a few seconds in: only its absence after that is a death.
+    if [ $((SECONDS - started)) -gt 20 ] && ! running_pid >/dev/null; then break; fi
     sleep 1
   done
   say "Elasticsearch did not become healthy. Last lines of its output and log:"
@@ -243,6 +244,7 @@ cmd_env() {
   echo "export HYBRID_ES_URL=$URL"
   echo "export HYBRID_ES_USERNAME=elastic"
   echo "export HYBRID_ES_PASSWORD=$PASSWORD"
+  echo "unset HYBRID_ES_CA_CERTS"  # this node speaks plain HTTP (a CA left by opensearch.sh env)
 }
 
 case "${1:-}" in
