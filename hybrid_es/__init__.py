@@ -1,11 +1,14 @@
-"""hybrid-es: permission-safe hybrid retrieval for Elasticsearch.
+"""hybrid-es: permission-safe hybrid retrieval for Elasticsearch and OpenSearch.
 
 BM25 + kNN legs, reciprocal rank fusion (native or client-side), an external cross-encoder, and
-evidence packets; every operation takes the caller's ``Principal``. The layers and what each may
-import are listed in ``tests/unit/test_layers.py``; this module only re-exports the public names.
+evidence packets; every operation takes the caller's ``Principal``. ``connect(settings)`` gives
+the :class:`Engine` of either flavour (probed) that every component takes. The layers and what
+each may import are listed in ``tests/unit/test_layers.py``; this module only re-exports the
+public names.
 """
 
 from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.errors import (
     BadQueryError,
     BulkIndexError,
@@ -43,6 +46,7 @@ __all__ = [
     "BulkIndexError",
     "CapabilityMissingError",
     "ConfigurationError",
+    "Engine",
     "EngineError",
     "EngineUnavailableError",
     "Hit",
@@ -61,6 +65,7 @@ __all__ = [
     "TemplateConflictError",
     "__version__",
     "authorize",
+    "connect",
     "hybrid_linear",
     "ingest_path",
     "linear",

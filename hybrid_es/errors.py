@@ -1,7 +1,8 @@
 """Exceptions raised by hybrid-es.
 
 Every error the library raises derives from :class:`HybridEsError`; third-party exceptions from
-elasticsearch-py are translated into these in exactly one place, :func:`translate_es_error`.
+elasticsearch-py and opensearch-py are translated into these in exactly one place,
+:func:`translate_es_error`.
 
     HybridEsError
     ├── ConfigurationError        settings, credentials, model/index mismatch
@@ -12,6 +13,7 @@ elasticsearch-py are translated into these in exactly one place, :func:`translat
     │   ├── EngineUnavailableError    cannot connect, timed out
     │   ├── AuthenticationError       wrong credentials (401) or missing privileges (403)
     │   ├── IndexMissingError         the index does not exist (404)
+    │   ├── VersionConflictError      a write lost an optimistic-concurrency race (409)
     │   └── CapabilityMissingError    the cluster lacks a feature (e.g. the `rrf` retriever)
     ├── TemplateConflictError     an installed template differs from the file (use --force)
     ├── BulkIndexError            some bulk items failed; ``failed`` lists each with its reason
@@ -82,6 +84,10 @@ class CapabilityMissingError(EngineError):
     pass
 
 
+class VersionConflictError(EngineError):
+    pass
+
+
 class TemplateConflictError(HybridEsError):
     def __init__(self, message: str, *, diffs: dict[str, str], hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -123,36 +129,71 @@ class ModelError(HybridEsError):
 def translate_es_error(
     exc: BaseException, *, url: str = "", what: str = "request"
 ) -> HybridEsError:
-    """Map an elasticsearch-py / transport exception to a :class:`HybridEsError`.
+    """Map an elasticsearch-py, opensearch-py or transport exception to a :class:`HybridEsError`.
 
-    The only place in the package that knows elasticsearch-py's exception types. Messages never
+    The only place in the package that knows the clients' exception types. Messages never
     include credentials: ``url`` must be the redacted form (see ``Settings.redacted_url``).
     """
     import elastic_transport
     import elasticsearch
 
-    start_hint = "start a local node with `scripts/es.sh start`, or set HYBRID_ES_URL"
     if isinstance(exc, HybridEsError):
         return exc
     if isinstance(exc, elastic_transport.ConnectionTimeout):
-        return SearchTimeoutError(
-            f"Elasticsearch at {url} timed out during {what}",
-            hint="the cluster is overloaded, or raise HYBRID_ES_REQUEST_TIMEOUT",
-        )
+        return _timed_out("Elasticsearch", url, what)
     if isinstance(exc, elastic_transport.TransportError) and not isinstance(
         exc, elasticsearch.ApiError
     ):
-        return EngineUnavailableError(f"cannot reach Elasticsearch at {url}", hint=start_hint)
+        return _unreachable("Elasticsearch", url, exc)
     if isinstance(exc, elasticsearch.ApiError):
         status = exc.meta.status if exc.meta is not None else None
         return from_error_body(status, exc.body, url=url, what=what)
+    translated = _translate_opensearch(exc, url=url, what=what)
+    if translated is not None:
+        return translated
     return EngineError(f"unexpected error during {what}: {type(exc).__name__}: {exc}")
+
+
+def _timed_out(engine: str, url: str, what: str) -> SearchTimeoutError:
+    return SearchTimeoutError(
+        f"{engine} at {url} timed out during {what}",
+        hint="the cluster is overloaded, or raise HYBRID_ES_REQUEST_TIMEOUT",
+    )
+
+
+def _unreachable(engine: str, url: str, exc: BaseException) -> EngineUnavailableError:
+    script = "scripts/opensearch.sh" if engine == "OpenSearch" else "scripts/es.sh"
+    hint = f"start a local node with `{script} start`, or set HYBRID_ES_URL"
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return EngineUnavailableError(
+            f"the TLS certificate of {engine} at {url} cannot be verified",
+            hint="set HYBRID_ES_CA_CERTS to the CA file that signed the cluster's certificate",
+        )
+    return EngineUnavailableError(f"cannot reach {engine} at {url}", hint=hint)
+
+
+def _translate_opensearch(exc: BaseException, *, url: str, what: str) -> HybridEsError | None:
+    try:
+        from opensearchpy import exceptions as ose
+    except ImportError:  # the opensearch extra is not installed: nothing of its can be raised
+        return None
+    if isinstance(exc, ose.ConnectionTimeout):
+        return _timed_out("OpenSearch", url, what)
+    if isinstance(exc, ose.ConnectionError):
+        return _unreachable("OpenSearch", url, exc)
+    if isinstance(exc, ose.TransportError):
+        status = exc.status_code if isinstance(exc.status_code, int) else None
+        body = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
+        return from_error_body(status, body, url=url, what=what)
+    return None
 
 
 def from_error_body(
     status: int | None, body: Any, *, url: str = "", what: str = "request"
 ) -> EngineError:
-    """Map an HTTP status and Elasticsearch error body (also an ``_msearch`` item) to an error."""
+    """Map an HTTP status and an error body (also an ``_msearch`` item) to an error; both engines
+    answer in the same shape."""
     reason = error_reason(body)
     if "non-compliant" in reason or ("license" in reason.lower() and status == 403):
         return CapabilityMissingError(
@@ -160,7 +201,7 @@ def from_error_body(
         )
     if status == 401:
         return AuthenticationError(
-            f"Elasticsearch at {url} rejected the credentials",
+            f"the cluster at {url} rejected the credentials",
             hint="check HYBRID_ES_USERNAME/HYBRID_ES_PASSWORD or HYBRID_ES_API_KEY",
             status=status,
         )
@@ -169,6 +210,10 @@ def from_error_body(
             f"the credentials lack a privilege for this {what}: {reason}",
             hint="grant the role the privilege, or use a user that has it",
             status=status,
+        )
+    if status == 409:
+        return VersionConflictError(
+            f"{what}: the record changed since it was read (version conflict)", status=status
         )
     if status == 404 and "index_not_found" in str(body):
         return IndexMissingError(
@@ -184,7 +229,7 @@ def from_error_body(
         )
     if status in (408, 504) or "timed_out" in reason:
         return SearchTimeoutError(f"{what} timed out at {url}: {reason}", status=status)
-    return EngineError(f"Elasticsearch refused the {what} (HTTP {status}): {reason}", status=status)
+    return EngineError(f"the cluster refused the {what} (HTTP {status}): {reason}", status=status)
 
 
 def error_reason(body: Any) -> str:

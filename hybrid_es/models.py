@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-FusionPath = Literal["native-rrf", "client-rrf", "client-linear", "bm25-only", "dense-only"]
+FusionPath = Literal[
+    "native-rrf", "native-linear", "client-rrf", "client-linear", "bm25-only", "dense-only"
+]
 Pipeline = Literal["hybrid", "bm25", "dense"]
 
 EVERYONE = "*"

@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     username: str | None = "elastic"
     password: SecretStr | None = SecretStr("hybrid-es-dev")
     api_key: SecretStr | None = None
+    ca_certs: Path | None = None
+    """A CA file (PEM) that signed the cluster's TLS certificate (a self-signed local node)."""
+    verify_certs: bool = True
     request_timeout: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
 

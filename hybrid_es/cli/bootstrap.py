@@ -18,7 +18,7 @@ def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> No
     from hybrid_es.cluster.capabilities import probe
 
     s = settings()
-    caps = probe(client(s), url=s.redacted_url())
+    caps = probe(client(s))
     if as_json:
         emit_json(caps.model_dump())
         return
@@ -56,7 +56,7 @@ def bootstrap(
 
     s = settings()
     es = client(s)
-    caps = probe(es, url=s.redacted_url())
+    caps = probe(es)
     try:
         report = run_bootstrap(es, caps, s, force=force, check=check, tenants=tuple(tenant or ()))
     except TemplateConflictError as exc:

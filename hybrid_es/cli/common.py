@@ -39,9 +39,13 @@ def settings() -> Settings:
 
 
 def client(s: Settings) -> Any:
-    from hybrid_es.cluster.client import make_client
+    """The engine for ``s``, its flavour probed once per process (``hybrid_es.connect``)."""
+    from hybrid_es.cluster.engine import connect
 
-    return make_client(s)
+    key = ("engine", s.redacted_url(), s.username, s.api_key is not None)
+    if key not in _process:
+        _process[key] = connect(s)
+    return _process[key]
 
 
 def emit_json(data: Any) -> None:
@@ -149,7 +153,7 @@ def tracer(s: Settings) -> Any:
     return _process["tracer"]
 
 
-_process: dict[str, Any] = {}
+_process: dict[Any, Any] = {}
 
 
 def hash_key(s: Settings) -> bytes:

@@ -48,6 +48,12 @@ def eval_command(
     report: Annotated[
         Path | None, typer.Option(help="Write report.md, results.json and plots here.")
     ] = None,
+    client_terms: Annotated[
+        bool,
+        typer.Option(
+            help="Also match the client-side analysed terms (English stems, CJK bigrams)."
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
@@ -77,6 +83,7 @@ def eval_command(
             index=index,
             state_index=f"{s.corpus_state_index}-eval",
             embedder_name=embedder,
+            client_terms=client_terms,
         )
     except ConfigurationError as exc:
         raise typer.BadParameter(exc.message) from None

@@ -22,6 +22,11 @@ def make_client(
         "max_retries": settings.max_retries,
         "retry_on_timeout": False,
     }
+    if settings.url.lower().startswith("https://"):  # TLS options mean nothing over http
+        if settings.ca_certs:
+            kwargs["ca_certs"] = str(settings.ca_certs)
+        if not settings.verify_certs:
+            kwargs["verify_certs"] = False
     key = api_key or (settings.api_key.get_secret_value() if settings.api_key else None)
     if key:
         kwargs["api_key"] = key

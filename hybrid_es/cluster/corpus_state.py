@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from elasticsearch import ApiError, ConflictError, Elasticsearch, NotFoundError
 from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from hybrid_es.errors import UnknownTenantError, translate_es_error
+from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.errors import EngineError, UnknownTenantError, VersionConflictError
 
 DEFAULT_LEASE = timedelta(minutes=15)
 """How long a pending run is trusted without renewing its marker (writers renew per batch)."""
@@ -42,8 +42,8 @@ DEFAULT_LEASE = timedelta(minutes=15)
 def _retryable(exc: BaseException) -> bool:
     """A lost optimistic-concurrency race, a full write queue (429) or a shard still starting
     (503, e.g. the state index another writer has just created): try again."""
-    return isinstance(exc, ConflictError) or (
-        isinstance(exc, ApiError) and exc.meta is not None and exc.meta.status in (429, 503)
+    return isinstance(exc, VersionConflictError) or (
+        isinstance(exc, EngineError) and exc.status in (429, 503)
     )
 
 
@@ -96,14 +96,14 @@ class CorpusState:
 
     def __init__(
         self,
-        client: Elasticsearch,
+        client: Engine | Any,
         index: str = "hybrid-es-corpus-state",
         *,
         lease: timedelta = DEFAULT_LEASE,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         url: str = "",
     ) -> None:
-        self.client = client
+        self.client = as_engine(client, url=url)
         self.index = index
         self.url = url
         self.lease = lease
@@ -114,16 +114,11 @@ class CorpusState:
 
     def read(self, tenant: str) -> CorpusView:
         """The tenant's watermark and pending runs. Raises UnknownTenantError when it has none."""
-        try:
-            doc = self.client.get(index=self.index, id=tenant)
-        except NotFoundError as exc:
+        doc = self.client.get(self.index, tenant)
+        if doc is None:
             raise UnknownTenantError(
                 f"tenant {tenant!r} has no corpus state", hint="ingest documents for it first"
-            ) from exc
-        except Exception as exc:
-            raise translate_es_error(
-                exc, url=self.url, what="reading the corpus watermark"
-            ) from exc
+            )
         src = doc["_source"]
         return CorpusView(int(src["watermark"]), tuple(sorted((src.get("pending") or {}).keys())))
 
@@ -194,13 +189,7 @@ class CorpusState:
                 src["last_change"] = "repair"
             return src
 
-        try:
-            known = self._get_or_none(tenant) is not None
-        except Exception as exc:
-            raise translate_es_error(
-                exc, url=self.url, what="reading the corpus watermark"
-            ) from exc
-        if known:
+        if self.client.get(self.index, tenant) is not None:
             self._update(tenant, fix, "repairing interrupted ingest runs")
         return resolved
 
@@ -216,41 +205,33 @@ class CorpusState:
 
     # -- the compare-and-set loop ----------------------------------------------------------------
 
-    def _get_or_none(self, tenant: str) -> dict[str, Any] | None:
-        try:
-            doc = self.client.get(index=self.index, id=tenant)
-        except NotFoundError:
-            return None
-        return dict(doc)
-
     def _update(
         self, tenant: str, change: Callable[[dict[str, Any]], dict[str, Any]], what: str
     ) -> dict[str, Any]:
         """Apply ``change`` to the tenant's document with compare-and-set; returns the new source.
-        Raises an EngineError subclass (never a transport exception) when the cluster fails."""
-        try:
-            return self._cas(tenant, change)
-        except Exception as exc:  # conflicts that outlast the retries included
-            raise translate_es_error(exc, url=self.url, what=what) from exc
+        Raises an EngineError subclass when the cluster fails (conflicts that outlast the
+        retries included)."""
+        return self._cas(tenant, change, what)
 
     @_cas_retry
     def _cas(
-        self, tenant: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+        self, tenant: str, change: Callable[[dict[str, Any]], dict[str, Any]], what: str
     ) -> dict[str, Any]:
         now = self._clock().isoformat()
-        doc = self._get_or_none(tenant)
+        doc = self.client.get(self.index, tenant)
         if doc is None:
             src = change({"tenant": tenant, "watermark": 0, "pending": {}, "last_change": None})
             src["updated_at"] = now
-            self.client.index(index=self.index, id=tenant, op_type="create", document=src)
+            self.client.index(self.index, src, id=tenant, op_type="create", what=what)
             return src
         src = change(dict(doc["_source"]))
         src["updated_at"] = now
         self.client.index(
-            index=self.index,
+            self.index,
+            src,
             id=tenant,
             if_seq_no=doc["_seq_no"],
             if_primary_term=doc["_primary_term"],
-            document=src,
+            what=what,
         )
         return src

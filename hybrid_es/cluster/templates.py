@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from hybrid_es.errors import ConfigurationError
 
-Kind = Literal["component", "index", "role"]
+Kind = Literal["component", "index", "role", "pipeline"]
 AnalysisProfile = Literal["standard", "full"]
+Flavor = Literal["elasticsearch", "opensearch"]
 
 ANALYSIS_TEMPLATE = "hybrid-es-analysis"
 HASH_KEY = "hybrid_es_hash"
@@ -72,26 +73,132 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def load_templates(
-    profile: AnalysisProfile = "standard", directory: Path | None = None
+    profile: AnalysisProfile = "standard",
+    directory: Path | None = None,
+    flavor: Flavor = "elasticsearch",
 ) -> list[Template]:
     """Component and index templates to install, in dependency order (components first).
 
     The two analysis files are alternatives: the one matching ``profile`` is installed under the
-    single name ``hybrid-es-analysis`` that the index templates compose.
+    single name ``hybrid-es-analysis`` that the index templates compose. On OpenSearch, a file of
+    the same name under ``opensearch/`` is a JSON merge patch (RFC 7386) over each body.
     """
     root = templates_dir(directory)
     out: list[Template] = []
-    for path in sorted((root / "component").glob("*.json")):
-        name = path.stem
-        if name.startswith(ANALYSIS_TEMPLATE + "-"):
-            if name != f"{ANALYSIS_TEMPLATE}-{profile}":
-                continue
-            name = ANALYSIS_TEMPLATE
-        out.append(Template("component", name, _read(path), path))
-    for path in sorted((root / "index").glob("*.json")):
-        out.append(Template("index", path.stem, _read(path), path))
+    for kind, folder in (("component", "component"), ("index", "index")):
+        for path in sorted((root / folder).glob("*.json")):
+            name = path.stem
+            if name.startswith(ANALYSIS_TEMPLATE + "-"):
+                if name != f"{ANALYSIS_TEMPLATE}-{profile}":
+                    continue
+                name = ANALYSIS_TEMPLATE
+            body = _read(path)
+            patch = root / "opensearch" / folder / path.name
+            if flavor == "opensearch" and patch.is_file():
+                body = merge_patch(body, _read(patch))
+            out.append(Template(kind, name, body, path))  # type: ignore[arg-type]
     _check_composition(out)
     return out
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge key by key, ``null`` removes a key, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def load_pipelines(directory: Path | None = None) -> list[Template]:
+    """OpenSearch's search pipelines of the native fusion (``opensearch/pipelines/``)."""
+    root = templates_dir(directory) / "opensearch" / "pipelines"
+    return [Template("pipeline", p.stem, _read(p), p) for p in sorted(root.glob("*.json"))]
+
+
+PIPELINES = {"rrf": "hybrid-es-rrf", "linear": "hybrid-es-linear"}
+"""The search pipeline of each native fusion method on OpenSearch (``opensearch/pipelines/``)."""
+
+
+RankConstantAt = Literal["parameters", "combination"]
+"""Where the RRF processor reads its rank constant: ``combination.parameters.rank_constant``
+(neural-search 2.19) or ``combination.rank_constant`` (3.x, whose ``parameters`` take only
+``weights``; 2.19 ignores a rank constant there, silently). The capability probe finds out."""
+
+
+def pipeline_definition(
+    method: str,
+    *,
+    rank_constant: int,
+    alpha: float,
+    rank_constant_at: RankConstantAt = "parameters",
+    directory: Path | None = None,
+) -> dict[str, Any]:
+    """The search pipeline of ``method`` with these parameters: the installed file's processors,
+    with its rank constant (RRF) or weights (``1 - alpha`` for BM25, ``alpha`` for kNN) replaced.
+    The searcher sends this inline, so a request always fuses with its own parameters."""
+    if method not in PIPELINES:
+        raise ConfigurationError(
+            f"unknown fusion method {method!r}; use one of {sorted(PIPELINES)}"
+        )
+    path = templates_dir(directory) / "opensearch" / "pipelines" / f"{PIPELINES[method]}.json"
+    body = _read(path)
+    (processor,) = body["phase_results_processors"]
+    ((_, spec),) = processor.items()
+    params = spec["combination"].setdefault("parameters", {})
+    if method == "rrf":
+        params["rank_constant"] = int(rank_constant)
+    else:
+        params["weights"] = [round(1.0 - alpha, 12), float(alpha)]
+    return adapt_pipeline(
+        {"phase_results_processors": body["phase_results_processors"]}, rank_constant_at
+    )
+
+
+def adapt_pipeline(body: dict[str, Any], rank_constant_at: RankConstantAt) -> dict[str, Any]:
+    """A pipeline body (as the files spell it: the 2.19 form) in the form this engine reads."""
+    body = copy.deepcopy(body)
+    if rank_constant_at == "combination":
+        for processor in body.get("phase_results_processors", []):
+            for spec in processor.values():
+                combination = spec.get("combination", {})
+                params = combination.get("parameters", {})
+                if "rank_constant" in params:
+                    combination["rank_constant"] = params.pop("rank_constant")
+                    if not params:
+                        combination.pop("parameters")
+    return body
+
+
+def vector_field_problem(flavor: str, field: dict[str, Any]) -> str | None:
+    """Why an index's vector field mapping cannot serve hybrid-es on this engine (None: it can).
+
+    On OpenSearch only the lucene k-NN engine will do: faiss (2.19's default) and nmslib need a
+    native library that the Maven distribution lacks, and the first document indexed into such a
+    field stops the node.
+    """
+    if flavor != "opensearch":
+        return None
+    if field.get("type") != "knn_vector":
+        return f"its embedding field is {field.get('type')!r}, not knn_vector"
+    engine = (field.get("method") or {}).get("engine")
+    if engine != "lucene":
+        return (
+            f"its embedding field uses the k-NN engine {engine or 'faiss (the default)'!r}; "
+            "hybrid-es needs the lucene engine (faiss and nmslib need native libraries that "
+            "the Maven distribution lacks, and indexing into such a field stops the node)"
+        )
+    return None
+
+
+def vector_dims(field: dict[str, Any]) -> int | None:
+    """The dimension of a vector field's mapping, as either engine spells it."""
+    dims = field.get("dims", field.get("dimension"))
+    return None if dims is None else int(dims)
 
 
 def _check_composition(templates: list[Template]) -> None:
@@ -105,14 +212,30 @@ def _check_composition(templates: list[Template]) -> None:
                 )
 
 
-def render_role(tenant: str, *, directory: Path | None = None) -> tuple[str, dict[str, Any]]:
-    """The tenant reader role for ``tenant``: its name and body with the tenant filled in."""
+def render_role(
+    tenant: str, *, directory: Path | None = None, flavor: Flavor = "elasticsearch"
+) -> tuple[str, dict[str, Any]]:
+    """The tenant reader role for ``tenant``, in the engine's format: its name and body with the
+    tenant filled in (on OpenSearch, inside the ``dls`` query string as well)."""
     if not tenant or any(ch in tenant for ch in '"\\{}') or tenant != tenant.strip():
         raise ConfigurationError(f"invalid tenant id {tenant!r} for a role")
-    path = templates_dir(directory) / "roles" / "hybrid-es-tenant-reader.json"
+    root = templates_dir(directory)
+    path = root / "roles" / "hybrid-es-tenant-reader.json"
+    if flavor == "opensearch":
+        path = root / "opensearch" / "roles" / "hybrid-es-tenant-reader.json"
     body = _fill(_read(path), tenant)
-    body.pop("description", None)
-    return f"hybrid-es-tenant-reader-{tenant}", body
+    if flavor == "elasticsearch":
+        body.pop("description", None)
+    return role_name(tenant), body
+
+
+def role_name(tenant: str) -> str:
+    return f"hybrid-es-tenant-reader-{tenant}"
+
+
+def backend_role(tenant: str) -> str:
+    """The backend role an OpenSearch user carries to be mapped to a tenant's reader role."""
+    return f"hybrid-es-tenant-{tenant}"
 
 
 def _fill(node: Any, tenant: str) -> Any:

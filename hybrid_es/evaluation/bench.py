@@ -10,25 +10,25 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
-from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.engine import Engine, as_engine, connect
+from hybrid_es.errors import EngineError
 from hybrid_es.retrieval.embedder import Embedder, make_embedder
 from hybrid_es.settings import Settings
 
 
 def bench_client(
     settings: Settings | None = None, *, install: bool = True, **client: Any
-) -> Elasticsearch:
-    """A client for the configured cluster; ``install`` brings the templates up to date first
+) -> Engine:
+    """The engine of the configured cluster (``client``: client options, as for
+    :func:`~hybrid_es.cluster.engine.connect`); ``install`` brings the templates up to date first
     (a benchmark's own indices then get the current mappings)."""
     s = settings or Settings()
-    es = make_client(s, **client)
+    engine = connect(s, **client)
     if install:
-        bootstrap(es, probe(es, url=s.redacted_url()), s, force=True)
-    return es
+        bootstrap(engine, probe(engine), s, force=True)
+    return engine
 
 
 def bench_embedder(name: str) -> Embedder:
@@ -65,8 +65,10 @@ def summary(xs: Sequence[float], digits: int = 1) -> dict[str, float | int]:
     }
 
 
-def machine(client: Elasticsearch | None = None) -> dict[str, Any]:
-    """What a benchmark ran on: cores, platform, Python, and the node's version and licence."""
+def machine(client: Engine | Any | None = None) -> dict[str, Any]:
+    """What a benchmark ran on: cores, platform, Python, and with ``client`` (an engine, or a
+    client it wraps) the engine (``Elasticsearch`` or ``OpenSearch``), the local node's version
+    and, on Elasticsearch, the licence (OpenSearch has none)."""
     out: dict[str, Any] = {
         "nproc": len(os.sched_getaffinity(0)),
         "platform": platform.platform(terse=True),
@@ -74,14 +76,23 @@ def machine(client: Elasticsearch | None = None) -> dict[str, Any]:
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     if client is not None:
-        nodes = client.nodes.info(node_id="_local", filter_path="nodes.*.version")
-        node: dict[str, Any] = next(iter(nodes.body.get("nodes", {}).values()), {})
-        out["es_version"] = str(node.get("version", "unknown"))
-        try:
-            out["es_license"] = str(client.license.get().body["license"]["type"])
-        except Exception:
-            out["es_license"] = "unknown"
+        engine = as_engine(client)
+        out["engine"] = engine.name
+        out["engine_version"] = str(engine.node_info().get("version", engine.version))
+        if engine.flavor == "elasticsearch":
+            try:
+                resp = engine.request("GET", "/_license", what="reading the licence")
+                out["license"] = str(resp["license"]["type"])
+            except (EngineError, KeyError, TypeError):
+                out["license"] = "unknown"
     return out
+
+
+def engine_line(m: Mapping[str, Any]) -> str:
+    """The engine part of a :func:`machine` record, for a report's prose: ``Elasticsearch 8.15.0
+    (basic licence)`` or ``OpenSearch 2.17.0``."""
+    name = f"{m.get('engine', 'the engine')} {m.get('engine_version', 'unknown')}"
+    return f"{name} ({m['license']} licence)" if "license" in m else name
 
 
 def print_rows(title: str, rows: Iterable[Mapping[str, Any]], *, width: int = 160) -> None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-from elasticsearch import Elasticsearch
+from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.evaluation.reranker_train import Candidate
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.documents import Document
@@ -37,9 +37,9 @@ def default_index(dataset: Path, embedder: str) -> str:
 
 @dataclass
 class Collection:
-    """An ingested collection: where it lives and what its ingest did."""
+    """An ingested collection: where it lives (``es``: the engine) and what its ingest did."""
 
-    es: Elasticsearch
+    es: Engine
     embedder: Embedder
     index: str
     state_index: str
@@ -88,7 +88,7 @@ class Collection:
 
 
 def ingest_collection(
-    es: Elasticsearch,
+    es: Engine | Any,
     embedder: Embedder,
     dataset: Path,
     *,
@@ -101,23 +101,24 @@ def ingest_collection(
     chunker: Chunker | None = None,
 ) -> Collection:
     """Ingest ``dataset``'s corpus (or ``docs``, cut by ``chunker`` when given) for the
-    evaluation tenant; unchanged documents are skipped."""
+    evaluation tenant; unchanged documents are skipped. ``es``: an engine, or a client it wraps."""
     import time
 
+    engine = as_engine(es, url=url)
     docs = docs if docs is not None else list(read_corpus(dataset, tenant=EVAL_TENANT))
     if on_total:
         on_total(len(docs))
     # A public collection has no ACLs: every user of the evaluation tenant may read it.
     ing = Ingestor(
-        es,
+        engine,
         embedder,
         index=index,
-        corpus_state=CorpusState(es, state_index),
+        corpus_state=CorpusState(engine, state_index, url=url),
         chunker=chunker,
         default_acl=(EVERYONE,),
     )
     t = time.perf_counter()
     rep = ing.ingest(docs, EVAL_PRINCIPAL, progress=progress)
     return Collection(
-        es, embedder, index, state_index, url, rep, time.perf_counter() - t, len(docs)
+        engine, embedder, index, state_index, url, rep, time.perf_counter() - t, len(docs)
     )

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
+from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import EVAL_TENANT, default_index, ingest_collection
 from hybrid_es.evaluation.progress import NoProgress, Progress
@@ -46,7 +45,7 @@ class TrainedReranker:
 # Stays whole: the steps of one job in the order they run (ingest, first stage, mine, train,
 # save, held-out weight, metadata); each step is one call, and the metadata records them all.
 def train_reranker(
-    es: Elasticsearch,
+    es: Engine | Any,
     embedder: Embedder,
     dataset: Path,
     out: Path,
@@ -64,8 +63,8 @@ def train_reranker(
 ) -> TrainedReranker:
     """Train and save a reranker for ``dataset``'s ``split``; see the module docstring.
 
-    Raises ConfigurationError when ``out`` is not empty and ``force`` is not set (nothing is
-    done), IngestError when the dataset cannot be read.
+    ``es`` is an engine, or a client it wraps. Raises ConfigurationError when ``out`` is not
+    empty and ``force`` is not set (nothing is done), IngestError when the dataset cannot be read.
     """
     import torch
 
@@ -94,7 +93,7 @@ def train_reranker(
         queries,
         qrels,
         ranked,
-        first_chunks(es, index, qrels, ranked),
+        first_chunks(col.es, index, qrels, ranked),
         negatives=cfg.negatives,
         negative_pool=cfg.negative_pool,
         seed=cfg.seed,
@@ -144,30 +143,35 @@ def train_reranker(
 
 
 def first_chunks(
-    es: Elasticsearch,
+    es: Engine | Any,
     index: str,
     qrels: dict[str, dict[str, int]],
     ranked: dict[str, list[Candidate]],
 ) -> dict[str, str]:
-    """The first chunk's passage of every relevant document the first stage missed."""
+    """The first chunk's passage of every relevant document the first stage missed (``es``: an
+    engine, or a client it wraps)."""
+    engine = as_engine(es)
     found = {c.doc_id for cands in ranked.values() for c in cands}
     missing = sorted({d for docs in qrels.values() for d, g in docs.items() if g > 0} - found)
     out: dict[str, str] = {}
     for i in range(0, len(missing), 500):
         part = missing[i : i + 500]
-        resp = es.search(
-            index=index,
-            size=len(part),
-            query={
-                "bool": {
-                    "filter": [
-                        {"term": {"tenant": EVAL_TENANT}},
-                        {"terms": {"doc_id": part}},
-                        {"term": {"chunk_no": 0}},
-                    ]
-                }
+        resp = engine.search(
+            index,
+            {
+                "size": len(part),
+                "query": {
+                    "bool": {
+                        "filter": [
+                            {"term": {"tenant": EVAL_TENANT}},
+                            {"terms": {"doc_id": part}},
+                            {"term": {"chunk_no": 0}},
+                        ]
+                    }
+                },
+                "_source": {"excludes": ["embedding"]},
             },
-            source_excludes=["embedding"],
+            what="reading first chunks",
         )
         for h in resp["hits"]["hits"]:
             out[h["_source"]["doc_id"]] = rerank_passage(h["_source"])

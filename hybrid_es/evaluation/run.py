@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
+from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import (
     EVAL_TENANT,
@@ -37,6 +36,7 @@ from hybrid_es.evaluation.runner import (
 )
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 
 
@@ -54,6 +54,9 @@ class EvalRequest:
     index: str | None = None
     state_index: str = "hybrid-es-corpus-state-eval"
     embedder_name: str = "minilm"
+    client_terms: bool = True
+    """Query the client-side analysed terms beside the engine's own analysis (see
+    ``retrieval.analysis``)."""
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.pipelines if p not in PIPELINES]
@@ -93,7 +96,7 @@ class EvalRun:
 # Stays whole: read the judgements, ingest, then one run per pipeline; the machine line records
 # what the runs were measured on.
 def evaluate_dataset(
-    es: Elasticsearch,
+    es: Engine | Any,
     embedder: Embedder,
     req: EvalRequest,
     *,
@@ -102,7 +105,8 @@ def evaluate_dataset(
     progress: Progress | None = None,
 ) -> EvalRun:
     """Ingest ``req.dataset`` (unchanged documents are skipped) and run every pipeline over its
-    judged queries. Raises IngestError for a dataset that cannot be read."""
+    judged queries (``es``: an engine, or a client it wraps). Raises IngestError for a dataset
+    that cannot be read."""
     progress = progress or NoProgress()
     docs, chunker, unit, metrics, split = None, None, "doc", METRICS, req.split
     if is_cookbook(req.dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
@@ -140,6 +144,7 @@ def evaluate_dataset(
             fusion_method="linear" if p.startswith("linear") else "rrf",
             alpha=req.alpha,
             reranker=req.reranker if p in reranking else None,
+            params=RetrievalParams(client_terms=req.client_terms),
         )
         results.append(
             run_pipeline(

@@ -18,8 +18,10 @@ overwriting it. The tenant's corpus watermark moves once per run that wrote some
 index refresh (``hybrid_es.cluster.corpus_state`` explains the bracket that makes this crash-safe).
 A document without an ACL gets the ingest's default ACL (fail closed unless configured), and the
 report counts those documents. Every failed bulk item, and every document the contextualizer
-failed on, is reported with its reason. Calls to the cluster are retried as a whole on
-connection failures only; 429s inside a bulk are retried by the bulk helper with back-off.
+failed on, is reported with its reason. Calls to the cluster are retried as a whole when it
+cannot be reached only (never on an answer, nor on a timeout); 429s inside a bulk are retried by
+the bulk helper with back-off. Every call goes through an :class:`~hybrid_es.cluster.engine.Engine`,
+so the same code writes to Elasticsearch and OpenSearch.
 """
 
 from __future__ import annotations
@@ -33,22 +35,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-import elastic_transport
-from elasticsearch import ApiError, BadRequestError, Elasticsearch, helpers
 from tenacity import (
     retry,
     retry_if_exception,
-    retry_if_exception_type,
     stop_after_attempt,
     stop_after_delay,
     wait_exponential,
 )
 
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.cluster.templates import vector_dims, vector_field_problem
 from hybrid_es.errors import (
     BulkIndexError,
     ConfigurationError,
+    EngineError,
+    EngineUnavailableError,
     ModelError,
+    SearchTimeoutError,
     translate_es_error,
 )
 from hybrid_es.identity import chunk_id, chunk_key, local_chunk_id
@@ -78,10 +82,31 @@ and the ingest stops (rather than failing every remaining document slowly)."""
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+def _unanswered(exc: BaseException) -> bool:
+    """The request got no answer at all (refused, unreachable, timed out): an Engine's
+    EngineUnavailableError, or the transport error of either client where the bulk helper is
+    called raw (``translate_es_error`` is the one place that knows the clients' types, and
+    opensearch-py, an optional extra, only when it is installed). An answer, even a 5xx, is not
+    this: it carries its status."""
+    err = translate_es_error(exc)
+    return isinstance(err, EngineUnavailableError) and err.status is None
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """The cluster could not be reached: worth trying the whole call again. A timeout is not
+    (the cluster may still be working on the request)."""
+    return _unanswered(exc) and not isinstance(translate_es_error(exc), SearchTimeoutError)
+
+
+def _shard_starting(exc: BaseException) -> bool:
+    """A 503: a shard that is still starting (a busy or recovering node)."""
+    return isinstance(exc, EngineError) and exc.status == 503
+
+
 def _on_connection_failure(fn: _F) -> _F:
     """Retry a whole call when the cluster cannot be reached; never on an answer (4xx/5xx)."""
     wrapped = retry(
-        retry=retry_if_exception_type(elastic_transport.ConnectionError),
+        retry=retry_if_exception(_unreachable),
         stop=stop_after_attempt(4),
         wait=wait_exponential(multiplier=0.5, max=8),
         reraise=True,
@@ -126,7 +151,7 @@ class Ingestor:
 
     def __init__(
         self,
-        client: Elasticsearch,
+        client: Engine | Any,
         embedder: Embedder,
         *,
         index: str | None = None,
@@ -138,15 +163,17 @@ class Ingestor:
         overlap: int = 40,
         batch_size: int = 64,
         default_acl: tuple[str, ...] = (),
+        url: str = "",
     ) -> None:
         if chunk_size < 16 or not 0 <= overlap < chunk_size // 2:
             raise ConfigurationError(
                 f"need chunk_size >= 16 and 0 <= overlap < chunk_size/2, got {chunk_size}/{overlap}"
             )
+        self._url = url
         self.client = client
         self.embedder = embedder
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
-        self.corpus_state = corpus_state or CorpusState(client, self.layout.corpus_state)
+        self.corpus_state = corpus_state or CorpusState(self.client, self.layout.corpus_state)
         self.contextualizer: Contextualizer = contextualizer or ExtractiveContextualizer()
         self.chunk_size = chunk_size
         self.overlap = overlap
@@ -161,12 +188,22 @@ class Ingestor:
         self._consecutive_failures = 0
         self._checked: set[str] = set()
 
+    @property
+    def client(self) -> Engine:
+        """The engine written to (a raw elasticsearch-py or opensearch-py client is wrapped)."""
+        return self._client
+
+    @client.setter
+    def client(self, client: Engine | Any) -> None:
+        self._client = as_engine(client, url=self._url)
+
     def index_for(self, principal: Principal) -> str:
         """The chunks index this caller's documents are written to."""
         return self.layout.chunks_for(principal.tenant)
 
     def check_model(self, index: str) -> None:
-        """Refuse, before any write, an index whose vectors come from another model or size.
+        """Refuse, before any write, an index whose vectors come from another model or size, or
+        whose vector field this engine cannot serve (OpenSearch: a k-NN engine other than lucene).
 
         An empty index takes the embedder's model id and dimension into its mapping ``_meta``.
         """
@@ -175,9 +212,21 @@ class Ingestor:
         try:
             props, meta, count = self._mapping(index)
         except Exception as exc:
-            raise translate_es_error(exc, what=f"checking {index}") from exc
-        field_dims = props.get("embedding", {}).get("dims")
-        if field_dims is not None and int(field_dims) != self.embedder.dims:
+            raise translate_es_error(exc, url=self.client.url, what=f"checking {index}") from exc
+        vector_field = props.get("embedding", {})
+        problem = vector_field_problem(self.client.flavor, vector_field)
+        if problem is not None and not vector_field:
+            problem = "it maps no `embedding` field (no hybrid-es index template applied to it)"
+        if problem is not None:
+            raise ConfigurationError(
+                f"index {index} cannot hold hybrid-es vectors on {self.client.name}: {problem}; "
+                "nothing was written",
+                hint=f"delete {index} and run `hybrid-es bootstrap`, so that new chunks indices "
+                "map `embedding` as a knn_vector with the lucene engine; or ingest into a new "
+                "index",
+            )
+        field_dims = vector_dims(vector_field)
+        if field_dims is not None and field_dims != self.embedder.dims:
             raise ModelError(
                 f"index {index} stores {field_dims}-dimensional vectors but the embedder "
                 f"{self.embedder.model_id} makes {self.embedder.dims}; nothing was written",
@@ -193,47 +242,44 @@ class Ingestor:
             try:
                 self._put_meta(index)
             except Exception as exc:
-                raise translate_es_error(exc, what=f"recording the model on {index}") from exc
+                raise translate_es_error(
+                    exc, url=self.client.url, what=f"recording the model on {index}"
+                ) from exc
         self._checked.add(index)
 
     @_on_connection_failure
     def _mapping(self, index: str) -> tuple[dict[str, Any], dict[str, Any], int]:
-        if not self.client.indices.exists(index=index):
-            try:
-                self.client.indices.create(index=index)
-            except BadRequestError as exc:  # another writer created it first: that is fine
-                if exc.error != "resource_already_exists_exception":
-                    raise
+        # False when another writer created it first: that is fine.
+        self.client.create_index(index)
         # A concurrent writer may have created the index a moment ago: wait until its primary
-        # shard has started, or the count below meets a 503 (returns at once when it has).
-        self.client.cluster.health(index=index, wait_for_status="yellow", timeout="30s")
+        # shard has started, or the count below meets a 503 (returns at once when it has). The
+        # wait is both servers' default, 30s: a `timeout` parameter is not sent, because
+        # opensearch-py's transport takes one for its own socket timeout.
+        self.client.health(index, wait_for_status="yellow")
         # Count before reading the model: every writer records its model before its first
         # write, so a count above zero is always read with that model already in the mapping
         # (read the other way round, a concurrent first writer's records could be counted
         # against the template's default model).
         count = self._count(index)
-        mapping = self.client.indices.get_mapping(index=index)
-        (body,) = mapping.body.values()
-        props = body["mappings"].get("properties", {})
-        meta = body["mappings"].get("_meta", {})
+        (mappings,) = self.client.get_mapping(index).values()
+        props = mappings.get("properties", {})
+        meta = mappings.get("_meta", {})
         return props, meta, count
 
     @retry(
-        retry=retry_if_exception(lambda e: isinstance(e, ApiError) and e.meta.status == 503),
+        retry=retry_if_exception(_shard_starting),
         stop=stop_after_delay(60),
         wait=wait_exponential(multiplier=0.2, max=5),
         reraise=True,
     )
     def _count(self, index: str) -> int:
         # A shard that is still starting (a busy or recovering node) answers 503 for a while.
-        return int(self.client.count(index=index)["count"])
+        return self.client.count(index)
 
     @_on_connection_failure
     def _put_meta(self, index: str) -> None:
-        self.client.indices.put_mapping(
-            index=index,
-            meta={"embedding_model": self.embedder.model_id, "embedding_dims": self.embedder.dims},
-        )
+        meta = {"embedding_model": self.embedder.model_id, "embedding_dims": self.embedder.dims}
+        self.client.put_mapping(index, {"_meta": meta})
 
     @_on_connection_failure
     def _existing(
@@ -244,17 +290,13 @@ class Ingestor:
         if not doc_ids:
             return out
         query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": doc_ids}}]}}
-        for hit in helpers.scan(
-            self.client,
-            index=index,
-            query={"query": query, "_source": list(_EXISTING_FIELDS)},
-        ):
+        for hit in self.client.scan(index, {"query": query, "_source": list(_EXISTING_FIELDS)}):
             out.setdefault(hit["_source"]["doc_id"], []).append(hit["_source"])
         return out
 
     @_on_connection_failure
     def _refresh(self, index: str) -> None:
-        self.client.indices.refresh(index=index)
+        self.client.refresh(index)
 
     # Stays whole: the crash-safety bracket (repair, begin, batches, finish) must read as one.
     def ingest(
@@ -472,16 +514,19 @@ class Ingestor:
         try:
             report.failed.extend(self._bulk_once(actions))
         except Exception as exc:
-            raise translate_es_error(exc, what="bulk indexing") from exc
+            raise translate_es_error(exc, url=self.client.url, what="bulk indexing") from exc
 
     @_on_connection_failure
     def _bulk_once(self, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One pass over ``actions``; the failed items. Safe to repeat as a whole: index ops
         carry deterministic ids, updates set fixed values, and a delete whose target is already
-        gone has done its job."""
+        gone has done its job.
+
+        A request that got no answer is raised (and retried whole when the cluster could not be
+        reached): elasticsearch-py's helper raises it, opensearch-py's reports it as a failure
+        of every item of the chunk, with the exception, which is raised here instead."""
         failed: list[dict[str, Any]] = []
-        for ok, item in helpers.streaming_bulk(
-            self.client,
+        for ok, item in self.client.streaming_bulk(
             actions,
             chunk_size=500,
             max_retries=5,
@@ -493,6 +538,9 @@ class Ingestor:
             if ok:
                 continue
             ((op, info),) = item.items()
+            exc = info.get("exception")
+            if isinstance(exc, Exception) and _unanswered(exc):
+                raise exc
             if op == "delete" and info.get("status") == 404:
                 continue
             failed.append(
@@ -515,12 +563,7 @@ class Ingestor:
         try:
             self._refresh(index)
             self.corpus_state.repair(tenant)
-            keys = [
-                h["_id"]
-                for h in helpers.scan(
-                    self.client, index=index, query={"query": query, "_source": False}
-                )
-            ]
+            keys = [h["_id"] for h in self.client.scan(index, {"query": query, "_source": False})]
         except Exception as exc:
             raise translate_es_error(exc, what="deleting a document") from exc
         if not keys:

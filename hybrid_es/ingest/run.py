@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.ingest.chunking import chunk_text, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
@@ -124,7 +123,7 @@ class IngestRun:
 
 # Stays whole: load, then either plan (dry run) or write; one result object for both.
 def ingest_path(
-    client: Elasticsearch,
+    client: Engine | Any,
     embedder: Embedder,
     path: Path,
     principal: Principal,
@@ -135,6 +134,9 @@ def ingest_path(
     progress: Callable[[int], None] | None = None,
 ) -> IngestRun:
     """Load ``path`` for ``principal``'s tenant and ingest what loaded.
+
+    ``client`` is an :class:`~hybrid_es.cluster.engine.Engine` (``hybrid_es.connect``), or an
+    elasticsearch-py / opensearch-py client, which is wrapped in one.
 
     Rejected input (a bad line, a document of another tenant, an unreadable file) is listed in
     ``run.load.errors`` and the rest goes on, unless ``how.fail_fast`` (then IngestError).
@@ -176,11 +178,12 @@ def ingest_path(
             for d in docs
         )
     else:
+        engine = as_engine(client)
         ingestor = Ingestor(
-            client,
+            engine,
             embedder,
             layout=layout,
-            corpus_state=CorpusState(client, layout.corpus_state),
+            corpus_state=CorpusState(engine, layout.corpus_state),
             default_acl=how.default_acl,
             contextualizer=how.contextualizer,
             chunk_size=how.chunk_size,

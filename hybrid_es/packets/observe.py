@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from elasticsearch import Elasticsearch
-
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.errors import HybridEsError, error_reason, translate_es_error
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.errors import HybridEsError, error_reason
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest
@@ -44,7 +43,7 @@ _FIELDS = [
 
 
 def observe(
-    client: Elasticsearch,
+    client: Engine,
     chunks_index: str,
     corpus_state: CorpusState,
     manifest: Manifest,
@@ -54,17 +53,16 @@ def observe(
     keys = {m.chunk_id: chunk_key(manifest.tenant, m.chunk_id) for m in manifest.members}
     try:
         state = corpus_state.read(manifest.tenant)
-        resp = client.mget(index=chunks_index, ids=list(keys.values()), source_includes=_FIELDS)
-        docs = {d["_id"]: d for d in resp["docs"]}
+        docs = {
+            d["_id"]: d
+            for d in client.mget(chunks_index, list(keys.values()), source_includes=_FIELDS)
+        }
     except HybridEsError as exc:
         return Observations(unavailable=exc.message)
-    except Exception as exc:
-        err = translate_es_error(exc, what="revalidating a packet")
-        return Observations(unavailable=err.message)
-    failed = [d for d in docs.values() if "error" in d]
-    if failed:
+    errors = [d for d in docs.values() if "error" in d]
+    if errors:
         return Observations(
-            unavailable=f"{len(failed)} member lookup(s) failed: {error_reason(failed[0])}"
+            unavailable=f"{len(errors)} member lookup(s) failed: {error_reason(errors[0])}"
         )
     if state.pending:
         return Observations(

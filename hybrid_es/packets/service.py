@@ -35,14 +35,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.errors import (
-    BadQueryError,
-    ManifestConflictError,
-    translate_es_error,
-)
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.errors import BadQueryError, HybridEsError, ManifestConflictError
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal, RequestScope, check_id
 from hybrid_es.packets.manifest import (
@@ -128,7 +123,7 @@ class PacketService:
     ) -> None:
         self.searcher = searcher
         self.store = store
-        self.client: Elasticsearch = searcher.client
+        self.client: Engine = searcher.client
         self.corpus_state = corpus_state or searcher.corpus_state
         self.ttl = ttl
         self.max_members = max_members
@@ -313,8 +308,8 @@ class PacketService:
             return Verdict(kind="deny", reasons=("packet is revoked",))
         try:
             newer = self.store.successor(principal, manifest)
-        except Exception as exc:
-            observed = Observations(unavailable=translate_es_error(exc).message)
+        except HybridEsError as exc:
+            observed = Observations(unavailable=exc.message)
         else:
             if newer is not None:
                 return Verdict(kind="refresh_required", reasons=(f"superseded by {newer}",))
@@ -357,15 +352,15 @@ class PacketService:
     def _passages(self, manifest: Manifest, principal: Principal, now: datetime) -> dict[str, str]:
         policy = policy_filter(principal, manifest.query_scope.scope, now)
         keys = [chunk_key(principal.tenant, m.chunk_id) for m in manifest.members]
-        try:
-            resp = self.client.search(
-                index=self.searcher.index_for(principal),
-                size=len(keys),
-                query={"bool": {"filter": [{"ids": {"values": keys}}, policy]}},
-                source_includes=["chunk_id", "raw_chunk_text", "chunk_hash"],
-            )
-        except Exception as exc:
-            raise translate_es_error(exc, what="reading packet passages") from exc
+        resp = self.client.search(
+            self.searcher.index_for(principal),
+            {
+                "size": len(keys),
+                "query": {"bool": {"filter": [{"ids": {"values": keys}}, policy]}},
+                "_source": ["chunk_id", "raw_chunk_text", "chunk_hash"],
+            },
+            what="reading packet passages",
+        )
         expected = {m.chunk_id: m.chunk_hash for m in manifest.members}
         out: dict[str, str] = {}
         for h in resp["hits"]["hits"]:

@@ -17,10 +17,10 @@ without changing any verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from elasticsearch import ConflictError, Elasticsearch, NotFoundError
-
-from hybrid_es.errors import ManifestConflictError, PacketNotFoundError, translate_es_error
+from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.errors import ManifestConflictError, PacketNotFoundError, VersionConflictError
 from hybrid_es.identity import packet_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest, packet_id, parse_packet_id
@@ -39,8 +39,8 @@ def _not_found(pid: str) -> PacketNotFoundError:
 
 
 class PacketStore:
-    def __init__(self, client: Elasticsearch, index: str = "hybrid-es-packets") -> None:
-        self.client = client
+    def __init__(self, client: Engine | Any, index: str = "hybrid-es-packets") -> None:
+        self.client = as_engine(client)
         self.index = index
 
     @staticmethod
@@ -55,19 +55,18 @@ class PacketStore:
         key = packet_key(manifest.tenant, manifest.principal_id, manifest.packet_id)
         try:
             resp = self.client.index(
-                index=self.index,
+                self.index,
+                manifest.to_document(),
                 id=key,
                 op_type="create",
-                document=manifest.to_document(),
+                what="writing a packet",
             )
-        except ConflictError as exc:
+        except VersionConflictError as exc:
             raise ManifestConflictError(
                 f"packet {manifest.packet_id} was already written by a concurrent build or "
                 f"refresh; {manifest.packet_id} is the current version",
                 hint="revalidate that version instead of writing again",
             ) from exc
-        except Exception as exc:
-            raise translate_es_error(exc, what="writing a packet") from exc
         return Stored(manifest, int(resp["_seq_no"]), int(resp["_primary_term"]))
 
     def find(self, owner: Principal, pid: str) -> Stored | None:
@@ -76,12 +75,9 @@ class PacketStore:
             parse_packet_id(pid)
         except ValueError:
             return None
-        try:
-            doc = self.client.get(index=self.index, id=self.key(owner, pid))
-        except NotFoundError:
+        doc = self.client.get(self.index, self.key(owner, pid))
+        if doc is None:
             return None
-        except Exception as exc:
-            raise translate_es_error(exc, what="reading a packet") from exc
         stored = Stored(
             Manifest.from_document(doc["_source"]), int(doc["_seq_no"]), int(doc["_primary_term"])
         )
@@ -108,25 +104,26 @@ class PacketStore:
         A search finds a recent version; real-time GETs then walk forward to the newest, so a
         version written a moment ago is never missed.
         """
-        try:
-            resp = self.client.search(
-                index=self.index,
-                size=1,
-                sort=[{"packet_version": "desc"}],
-                query={
-                    "bool": {
-                        "filter": [
-                            {"term": {"tenant": owner.tenant}},
-                            {"term": {"principal_id": owner.user_id}},
-                            {"term": {"case_id": case_id}},
-                        ]
-                    }
-                },
-                source_includes=["packet_version"],
-                ignore_unavailable=True,  # no packets index yet: simply no packet
-            )
-        except Exception as exc:
-            raise translate_es_error(exc, what="finding a packet") from exc
+        query = {
+            "bool": {
+                "filter": [
+                    {"term": {"tenant": owner.tenant}},
+                    {"term": {"principal_id": owner.user_id}},
+                    {"term": {"case_id": case_id}},
+                ]
+            }
+        }
+        resp = self.client.search(
+            self.index,
+            {
+                "size": 1,
+                "sort": [{"packet_version": "desc"}],
+                "query": query,
+                "_source": ["packet_version"],
+            },
+            ignore_unavailable=True,  # no packets index yet: simply no packet
+            what="finding a packet",
+        )
         hits = resp["hits"]["hits"]
         version = int(hits[0]["_source"]["packet_version"]) if hits else 1
         current = self.find(owner, packet_id(case_id, version))
@@ -142,16 +139,15 @@ class PacketStore:
         m = old.manifest.model_copy(update={"status": status, "superseded_by": superseded_by})
         try:
             resp = self.client.index(
-                index=self.index,
+                self.index,
+                m.to_document(),
                 id=packet_key(m.tenant, m.principal_id, m.packet_id),
-                document=m.to_document(),
                 if_seq_no=old.seq_no,
                 if_primary_term=old.primary_term,
+                what="updating a packet",
             )
-        except ConflictError as exc:
+        except VersionConflictError as exc:
             raise ManifestConflictError(
                 f"packet {m.packet_id} changed since it was read", hint="re-read and retry"
             ) from exc
-        except Exception as exc:
-            raise translate_es_error(exc, what="updating a packet") from exc
         return Stored(m, int(resp["_seq_no"]), int(resp["_primary_term"]))

@@ -7,8 +7,12 @@ depends on input order or hash seeds. The same function fuses the client-side pa
 native path.
 
 Min-max linear fusion (seed 002's alternative): each list's scores are scaled to [0, 1]
-(``(s - min) / (max - min)``, a list whose scores are all equal maps to 1.0), absent documents
-contribute 0, and the scaled scores are combined with weights.
+(``(s - min) / (max - min)``, a list whose scores are all equal maps to 1.0), the list's minimum
+is raised to ``LIST_FLOOR`` (0.001) so that the last document of a list still beats one absent
+from it, absent documents contribute 0, and the result is the weighted arithmetic mean. This is
+OpenSearch's ``normalization-processor`` (``min_max`` + ``arithmetic_mean``) to the letter, so the
+client path and the native one give the same scores (neural-search 2.19
+``MinMaxScoreNormalizationTechnique``, ``ArithmeticMeanScoreCombinationTechnique``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_RANK_CONSTANT = 60
+LIST_FLOOR = 0.001
+"""The scaled score of a list's minimum in linear fusion (OpenSearch's ``MIN_SCORE``)."""
 
 
 @dataclass(frozen=True)
@@ -63,18 +69,20 @@ def rrf(rankings: Sequence[Sequence[str]], k: float = DEFAULT_RANK_CONSTANT) -> 
     return fused
 
 
-def minmax(scores: Mapping[str, float]) -> dict[str, float]:
-    """Scale scores to [0, 1]; all-equal scores map to 1.0; an empty mapping stays empty."""
+def minmax(scores: Mapping[str, float], floor: float = 0.0) -> dict[str, float]:
+    """Scale scores to [0, 1]; all-equal scores map to 1.0; an empty mapping stays empty. The
+    minimum (the only score that scales to exactly 0) becomes ``floor``."""
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())
     if hi == lo:
         return dict.fromkeys(scores, 1.0)
-    return {d: (s - lo) / (hi - lo) for d, s in scores.items()}
+    return {d: ((s - lo) / (hi - lo)) or floor for d, s in scores.items()}
 
 
 def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float]) -> list[Fused]:
-    """Weighted sum of min-max-normalised scores; ``ranks`` are each list's 1-based ranks.
+    """Weighted mean of min-max-normalised scores (each list's minimum at ``LIST_FLOOR``, absent
+    documents at 0 with their weight counted); ``ranks`` are each list's 1-based ranks.
 
     Raises ValueError when weights and lists differ in number, or a weight is negative or
     non-finite, or all weights are zero.
@@ -83,7 +91,8 @@ def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float])
         raise ValueError(f"{len(score_lists)} score lists but {len(weights)} weights")
     if any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
         raise ValueError(f"weights must be finite, >= 0 and not all zero, got {list(weights)}")
-    norm = [minmax(s) for s in score_lists]
+    norm = [minmax(s, LIST_FLOOR) for s in score_lists]
+    total = math.fsum(weights)
     rank_of = [
         {d: r for r, (d, _) in enumerate(sorted(s.items(), key=lambda x: (-x[1], x[0])), 1)}
         for s in score_lists
@@ -92,7 +101,7 @@ def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float])
     fused = [
         Fused(
             d,
-            math.fsum(w * n.get(d, 0.0) for w, n in zip(weights, norm, strict=True)),
+            math.fsum(w * n.get(d, 0.0) for w, n in zip(weights, norm, strict=True)) / total,
             tuple(r.get(d) for r in rank_of),
         )
         for d in docs

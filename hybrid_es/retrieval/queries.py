@@ -40,6 +40,8 @@ class RetrievalParams:
     rank_constant: int = DEFAULT_RANK_CONSTANT
     """RRF's k: an integer >= 1, as the engines' native rrf accepts, on both fusion paths."""
     vector_field: str = "embedding"
+    client_terms: bool = True
+    """Add the BM25 clause over the client-side analysed terms (``analysis.client_terms``)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= MAX_WINDOW:
@@ -84,12 +86,16 @@ def clean_query(text: str) -> str:
     return cleaned
 
 
-def standard_retriever(query: str, policy: dict[str, Any]) -> dict[str, Any]:
-    """BM25 over the search payload and title, plus exact identifier matches on keyword fields."""
+def sparse_query(
+    query: str, policy: dict[str, Any], *, with_client_terms: bool = True
+) -> dict[str, Any]:
+    """BM25 over the search payload and title, plus exact identifier matches on keyword fields,
+    with the policy in ``bool.filter``: the query of the sparse leg on both engines.
+    ``with_client_terms`` adds the clause over the client-side analysed terms."""
     should: list[dict[str, Any]] = [
         {"multi_match": {"query": query, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
     ]
-    terms = client_terms(query)
+    terms = client_terms(query) if with_client_terms else ""
     if terms:
         # Stemmed English and CJK bigrams analysed client-side (see analysis.py): measured on
         # SciFact, Cranfield and XQuAD-zh, the sum of both clauses beats either alone.
@@ -97,11 +103,14 @@ def standard_retriever(query: str, policy: dict[str, Any]) -> dict[str, Any]:
     ids = extract_identifiers(query)
     if ids:
         should.extend({"terms": {f: ids, "boost": ID_BOOST}} for f in ID_FIELDS)
-    return {
-        "standard": {
-            "query": {"bool": {"should": should, "minimum_should_match": 1, "filter": [policy]}}
-        }
-    }
+    return {"bool": {"should": should, "minimum_should_match": 1, "filter": [policy]}}
+
+
+def standard_retriever(
+    query: str, policy: dict[str, Any], *, with_client_terms: bool = True
+) -> dict[str, Any]:
+    """The sparse leg as Elasticsearch's ``standard`` retriever."""
+    return {"standard": {"query": sparse_query(query, policy, with_client_terms=with_client_terms)}}
 
 
 def knn_retriever(
@@ -200,10 +209,20 @@ def _check_retriever(node: Any, policy: dict[str, Any]) -> int:
     raise PolicyViolationError(f"retriever type {kind!r} is not allowed (cannot verify its filter)")
 
 
+def check_query(query: Any, policy: dict[str, Any]) -> None:
+    """Refuse a query that lacks ``policy`` in its ``bool.filter``."""
+    _check_query(query, policy)
+
+
 def _check_query(query: Any, policy: dict[str, Any]) -> None:
     filters = (query or {}).get("bool", {}).get("filter") if isinstance(query, dict) else None
     if not isinstance(filters, list) or policy not in filters:
         raise PolicyViolationError("a standard query lacks the policy filter in bool.filter")
+
+
+def check_knn(knn: Any, policy: dict[str, Any]) -> None:
+    """Refuse a kNN search (either engine's shape) whose filter is not ``policy``."""
+    _check_knn(knn, policy)
 
 
 def _check_knn(knn: Any, policy: dict[str, Any]) -> None:

@@ -27,19 +27,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from elasticsearch import ApiError, Elasticsearch
+import numpy as np
 
-from hybrid_es.cluster.capabilities import _retriever_works
+from hybrid_es.cluster.capabilities import fuses_per_shard, native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import (
     AuthenticationError,
     BadQueryError,
     CapabilityMissingError,
+    EngineError,
     HybridEsError,
     ModelError,
     SearchTimeoutError,
     from_error_body,
-    translate_es_error,
 )
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.identity import local_chunk_id
@@ -51,17 +52,15 @@ from hybrid_es.models import (
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
+from hybrid_es.retrieval.dialects import (
+    Dialect,
+    dialect_for,
+    dls_suggest,
+    is_hybrid_dls_refusal,
+)
 from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.policy import policy_filter
-from hybrid_es.retrieval.queries import (
-    RetrievalParams,
-    assert_policy,
-    clean_query,
-    knn_retriever,
-    rrf_retriever,
-    search_body,
-    standard_retriever,
-)
+from hybrid_es.retrieval.queries import RetrievalParams, clean_query
 from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
     Candidate,
@@ -98,7 +97,7 @@ class HybridSearcher:
 
     def __init__(
         self,
-        client: Elasticsearch,
+        client: Engine | Any,
         embedder: Embedder,
         *,
         index: str | None = None,
@@ -116,13 +115,20 @@ class HybridSearcher:
         on_response: OnResponse | None = None,
         on_error: OnError | None = None,
     ) -> None:
-        self.client = client
+        self.client = as_engine(client, url=url)
+        self.dialect: Dialect = dialect_for(self.client.flavor)
         self.embedder = embedder
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.reranker = reranker
         self.fusion = fusion
         self.params = params or RetrievalParams()
-        self._native_rrf = native_rrf
+        self._native: dict[str, tuple[bool, str]] = (
+            {}
+            if native_rrf is None
+            else {m: (native_rrf, "set by the caller") for m in ("rrf", "linear")}
+        )
+        self._dls_suggest = False
+        """Set once OpenSearch refused a hybrid query for a DLS user (neural-search#1303)."""
         self.url = url
         self.hash_key = hash_key
         self.on_response = on_response
@@ -137,7 +143,7 @@ class HybridSearcher:
         self.fusion_method = fusion_method
         self.alpha = alpha
         self.corpus_state = CorpusState(
-            client, corpus_state_index or self.layout.corpus_state, url=url
+            self.client, corpus_state_index or self.layout.corpus_state, url=url
         )
 
     def index_for(self, principal: Principal) -> str:
@@ -146,31 +152,43 @@ class HybridSearcher:
 
     # -- capability and model checks ---------------------------------------------------------
 
+    def native_available(self, method: str = "rrf") -> bool:
+        """Whether the engine runs this fusion natively (probed once, read-only)."""
+        if method not in self._native:
+            self._native[method] = native_fusion_works(self.client, method)
+        return self._native[method][0]
+
     def native_rrf_available(self) -> bool:
-        if self._native_rrf is None:
-            self._native_rrf, _ = _retriever_works(self.client, "rrf")
-        return self._native_rrf
+        return self.native_available("rrf")
 
     def _path(self) -> tuple[FusionPath, str]:
         if self.pipeline == "bm25":
             return "bm25-only", "BM25 leg only (evaluation pipeline)"
         if self.pipeline == "dense":
             return "dense-only", "kNN leg only (evaluation pipeline)"
-        if self.fusion_method == "linear":
-            return "client-linear", f"min-max linear fusion, dense weight {self.alpha}"
+        method = self.fusion_method
+        what = "rrf" if method == "rrf" else f"min-max linear fusion (dense weight {self.alpha})"
+        client_path: FusionPath = "client-rrf" if method == "rrf" else "client-linear"
+        native_path: FusionPath = "native-rrf" if method == "rrf" else "native-linear"
         if self.fusion == "client":
-            return "client-rrf", "client-side fusion requested"
-        native = self.native_rrf_available()
+            return client_path, f"client-side {what} requested"
+        native = self.native_available(method)
+        why_not = self._native[method][1]
         if self.fusion == "native":
             if not native:
                 raise CapabilityMissingError(
-                    "native rrf was requested but the cluster has no usable rrf retriever",
-                    hint="use fusion='auto' or 'client' (Basic licence or no rank-rrf module)",
+                    f"native {what} was requested but the cluster cannot run it: {why_not}",
+                    hint="use fusion='auto' or 'client' (a Basic licence, no rank-rrf module, "
+                    "or OpenSearch older than 2.19 or without neural-search)",
                 )
-            return "native-rrf", "native rrf requested"
+            return native_path, f"native {what} requested"
         if native:
-            return "native-rrf", "auto: the cluster runs the rrf retriever"
-        return "client-rrf", "auto: no native rrf retriever (licence or module), fused client-side"
+            return native_path, f"auto: the cluster runs {what} natively"
+        why = why_not.removeprefix(f"{method}: ").split("; fused client-side")[0]
+        return (
+            client_path,
+            f"auto: the cluster cannot run {what} natively ({why}), fused client-side",
+        )
 
     def check_model(self, principal: Principal) -> None:
         """Refuse to search an index whose vectors came from another model or dimension.
@@ -186,17 +204,15 @@ class HybridSearcher:
         if index in self._model_checked:
             return
         try:
-            resp = self.client.indices.get_mapping(index=index)
-        except ApiError as exc:
-            if exc.meta.status == 403:
+            mappings = self.client.get_mapping(index)
+        except EngineError as exc:
+            if exc.status == 403:
                 if self._check_model_on_a_chunk(index, principal):
                     self._model_checked.add(index)
                 return
-            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
-        except Exception as exc:
-            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
-        for name, idx in resp.body.items():
-            meta = idx.get("mappings", {}).get("_meta", {})
+            raise
+        for name, mapping in mappings.items():
+            meta = mapping.get("_meta", {})
             model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
             if dims is not None and int(dims) != self.embedder.dims:
                 raise ModelError(
@@ -219,20 +235,20 @@ class HybridSearcher:
         """Check the model stored on one chunk the caller may read; False when there is none."""
         try:
             resp = self.client.search(
-                index=index,
-                size=1,
-                query={"bool": {"filter": [{"term": {"tenant": principal.tenant}}]}},
-                source_includes=["embedding_model"],
+                index,
+                {
+                    "size": 1,
+                    "query": {"bool": {"filter": [{"term": {"tenant": principal.tenant}}]}},
+                    "_source": ["embedding_model"],
+                },
             )
-        except ApiError as exc:
+        except AuthenticationError as exc:
             raise AuthenticationError(
                 f"cannot check which model built {index}: the credentials may read neither its "
                 "mapping nor its chunks",
                 hint="grant view_index_metadata or read on the chunks index",
-                status=exc.meta.status,
+                status=exc.status,
             ) from exc
-        except Exception as exc:
-            raise translate_es_error(exc, url=self.url, what=f"reading {index}") from exc
         hits = resp["hits"]["hits"]
         for h in hits:
             self._check_model_id(index, h.get("_source", {}).get("embedding_model"))
@@ -316,41 +332,73 @@ class HybridSearcher:
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
         """Both legs (and the native fusion where it runs) in one round trip, fused."""
         path, reason = self._path()
-        leaves: dict[str, dict[str, Any]] = {}
-        if path != "dense-only":
-            leaves["sparse"] = standard_retriever(req.text, req.policy)
+        vector = None
         if path != "bm25-only":
             t = time.perf_counter()
-            vector = self.embedder.embed_queries([req.text])[0]
+            vector = [float(x) for x in self.embedder.embed_queries([req.text])[0]]
             timings["embed"] = ms_since(t)
-            leaves["dense"] = knn_retriever(vector, req.policy, self.params)
         try:
-            return self._retrieve(path, reason, leaves, req, timings)
+            return self._retrieve(path, reason, vector, req, timings)
         except CapabilityMissingError:
-            if self.fusion != "auto" or path != "native-rrf":
+            if self.fusion != "auto" or not path.startswith("native"):
                 raise
-            self._native_rrf = False
-            reason = "auto: native rrf refused at query time, fused client-side"
-            return self._retrieve("client-rrf", reason, leaves, req, timings)
+            self._native[self.fusion_method] = (False, "refused at query time")
+            fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
+            reason = "auto: native fusion refused at query time, fused client-side"
+            return self._retrieve(fallback, reason, vector, req, timings)
+
+    def _bodies(
+        self, path: FusionPath, vector: list[float] | None, req: SearchRequest
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
+        """The legs' bodies by name, and the native fusion's body."""
+        d = self.dialect
+        legs: dict[str, dict[str, Any]] = {}
+        if path != "dense-only":
+            legs["sparse"] = d.sparse_body(req.text, req.policy, self.params)
+        if vector is not None:
+            legs["dense"] = d.dense_body(vector, req.policy, self.params)
+        native = None
+        if path in ("native-rrf", "native-linear") and vector is not None:
+            method = "rrf" if path == "native-rrf" else "linear"
+            native = d.native(
+                req.text,
+                vector,
+                req.policy,
+                self.params,
+                method,  # type: ignore[arg-type]
+                self.alpha,
+                self.client.rrf_rank_constant_at or "parameters",
+            )
+            if self._dls_suggest:
+                native["suggest"] = dls_suggest()
+        return legs, native
 
     def _msearch(
-        self, bodies: list[dict[str, Any]], req: SearchRequest
+        self, searches: list[dict[str, Any]], req: SearchRequest
     ) -> tuple[list[dict[str, Any]], str]:
-        searches: list[dict[str, Any]] = []
-        for body in bodies:
-            assert_policy(body, req.policy)
-            searches += [{"index": req.index}, body]
+        """Bodies in one ``_msearch``, every body checked first; the responses, and a keyed
+        digest of what was sent."""
+        lines: list[dict[str, Any]] = []
+        for body in searches:
+            self.dialect.assert_policy(body, req.policy)
+            lines += [{"index": req.index}, body]
         digest = keyed_digest(
-            self.hash_key, json.dumps(searches, sort_keys=True, default=str), length=64
+            self.hash_key, json.dumps(lines, sort_keys=True, default=str), length=64
         )
-        try:
-            resp = self.client.msearch(searches=searches)
-        except Exception as exc:
-            raise translate_es_error(exc, url=self.url, what="search") from exc
-        items = list(resp.body["responses"])
+        items = self.client.msearch(lines)
         for item in items:
             if "error" in item:
-                raise from_error_body(item.get("status"), item, url=self.url, what="search")
+                err = from_error_body(item.get("status"), item, url=self.url, what="search")
+                if any(m in err.message for m in _TOO_MANY_CLAUSES):
+                    raise BadQueryError(
+                        "the query expands to more clauses than the cluster allows "
+                        f"({err.message[:160]})",
+                        hint="ask a shorter question (fewer distinct words), or raise the "
+                        "cluster's indices.query.bool.max_clause_count",
+                    ) from err
+                if is_hybrid_dls_refusal(err.message) and not self._dls_suggest:
+                    raise _HybridUnderDls() from err
+                raise err
             if item.get("timed_out"):
                 raise SearchTimeoutError(
                     f"the search timed out at {self.url}; no partial answer is returned",
@@ -368,29 +416,38 @@ class HybridSearcher:
         self,
         path: FusionPath,
         reason: str,
-        leaves: dict[str, dict[str, Any]],
+        vector: list[float] | None,
         req: SearchRequest,
         timings: dict[str, float],
     ) -> Retrieved:
-        w = self.params.window
-        names = list(leaves)
-        bodies = [search_body(leaves[n], w) for n in names]
+        legs, native = self._bodies(path, vector, req)
+        names = list(legs)
         t = time.perf_counter()
-        fused_resp: dict[str, Any] | None = None
-        if path == "native-rrf":
-            native = search_body(rrf_retriever(list(leaves.values()), self.params), w)
-            (fused_resp, *leg_resps), digest = self._msearch([native, *bodies], req)
-        else:
-            leg_resps, digest = self._msearch(bodies, req)
+        try:
+            responses, digest = self._msearch(_searches(legs, native), req)
+        except _HybridUnderDls:
+            # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
+            # (neural-search#1303); a suggest section is the known workaround, and DLS still
+            # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
+            self._dls_suggest = True
+            legs, native = self._bodies(path, vector, req)
+            responses, digest = self._msearch(_searches(legs, native), req)
         timings["retrieval"] = ms_since(t)
-        hits = {n: r["hits"]["hits"] for n, r in zip(names, leg_resps, strict=True)}
+        fused_resp = responses.pop(0) if native is not None else None
+        if fused_resp is not None and fuses_per_shard(self.client):
+            shards = int(fused_resp.get("_shards", {}).get("total", 1))
+            if shards > 1:
+                path, reason = self._per_shard(path, reason, shards)
+                if not path.startswith("native"):
+                    fused_resp = None
+        hits = {n: r["hits"]["hits"] for n, r in zip(names, responses, strict=True)}
         sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
-        legs = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
+        leg_ids = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
         candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
         timings["fusion"] = ms_since(t)
-        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **legs}, digest)
+        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **leg_ids}, digest)
 
     def _fuse(
         self,
@@ -405,19 +462,20 @@ class HybridSearcher:
         by_id: dict[str, dict[str, Any]] = {}
         for h in [*sparse_hits, *dense_hits, *((native or {}).get("hits", {}).get("hits", []))]:
             by_id.setdefault(h["_id"], h)
-        sparse_scores = {h["_id"]: float(h["_score"]) for h in sparse_hits}
-        dense_scores = {h["_id"]: float(h["_score"]) for h in dense_hits}
-        if path == "client-linear":
-            fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, self.alpha)[:w]
+        sparse_scores = {h["_id"]: _lucene_score(h) for h in sparse_hits}
+        dense_scores = {h["_id"]: _lucene_score(h) for h in dense_hits}
+        if path in ("client-linear", "native-linear"):
+            fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, self.alpha)
         else:
             # One leg alone is its own ranking: RRF over a single list preserves its order.
             fused = fusion_mod.rrf(
                 [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
                 k=self.params.rank_constant,
-            )[:w]
+            )
         if native is not None:
             # The cluster's order and scores are authoritative; ties are ordered by id, as the
-            # client-side path orders them, so both paths give the same sequence.
+            # client-side path orders them, so both paths give the same sequence. Each hit's
+            # per-leg ranks come from the legs themselves.
             scored = sorted(
                 ((float(h["_score"]), h["_id"]) for h in native["hits"]["hits"]),
                 key=lambda x: (-x[0], x[1]),
@@ -425,7 +483,7 @@ class HybridSearcher:
             ranks = {f.doc_id: f.ranks for f in fused}
             pairs = [(doc, score, ranks.get(doc, (None, None))) for score, doc in scored]
         else:
-            pairs = [(f.doc_id, f.score, f.ranks) for f in fused]
+            pairs = [(f.doc_id, f.score, f.ranks) for f in fused[:w]]
         return [
             Candidate(
                 key=doc,
@@ -440,6 +498,43 @@ class HybridSearcher:
             )
             for doc, score, r in pairs
         ]
+
+    def _per_shard(self, path: FusionPath, reason: str, shards: int) -> tuple[FusionPath, str]:
+        """OpenSearch 2.19 fuses within each shard (RRF ranks and each leg's top list are per
+        shard; neural-search#1718 makes them global in 3.5), so on a multi-shard index its
+        result is not the fusion of the two legs. ``auto`` fuses the legs it already has
+        client-side; an explicit ``native`` keeps the cluster's answer and says so."""
+        if self.fusion == "native":
+            return path, f"{reason}; fused per shard over {shards} shards (OpenSearch 2.19)"
+        fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
+        return fallback, (
+            f"auto: the index has {shards} shards and OpenSearch 2.19 fuses per shard; "
+            "fused client-side over the global legs"
+        )
+
+
+def _searches(
+    legs: dict[str, dict[str, Any]], native: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The native fusion's body (when there is one) first, then the legs in order."""
+    return ([native] if native is not None else []) + list(legs.values())
+
+
+_TOO_MANY_CLAUSES = ("too_many_clauses", "too_many_nested_clauses", "maxClauseCount")
+"""OpenSearch 2.19 allows 1,024 clauses per query (Elasticsearch 9 sizes the limit by heap): a
+long question over several fields can pass ``MAX_QUERY_CHARS`` and still exceed it."""
+
+
+class _HybridUnderDls(Exception):
+    """OpenSearch refused a hybrid query for a document-level-security user."""
+
+
+def _lucene_score(hit: dict[str, Any]) -> float:
+    """A hit's score as the engine computed it. Lucene scores are float32, and JSON carries the
+    shortest decimal that reads back as that float32; read as a double it is off by up to half a
+    float32 step, which min-max scaling over a narrow range (kNN scores 0.826..0.843) magnifies
+    past 1e-6. Rounding back to float32 recovers the engine's exact value."""
+    return float(np.float32(hit["_score"]))
 
 
 def _local(hit: dict[str, Any]) -> str:

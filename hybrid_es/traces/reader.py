@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from elasticsearch import Elasticsearch
-
-from hybrid_es.errors import BadQueryError, TraceNotFoundError, translate_es_error
+from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.errors import BadQueryError, TraceNotFoundError
 from hybrid_es.models import Principal
 
 ID_CHARS = 12
@@ -36,21 +35,20 @@ def scope_filter(principal: Principal, tenant: str | None = None) -> list[dict[s
 
 
 class TraceReader:
-    """Queries over the traces index for one caller at a time."""
+    """Queries over the traces index for one caller at a time (``client``: an
+    :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps)."""
 
-    def __init__(self, client: Elasticsearch, index: str, *, url: str = "") -> None:
-        self.client = client
+    def __init__(self, client: Engine | Any, index: str, *, url: str = "") -> None:
+        self.client = as_engine(client, url=url)
         self.index = index
         self.url = url
 
-    def _search(self, **body: Any) -> dict[str, Any]:
-        try:
-            resp = self.client.search(index=self.index, **body)
-        except Exception as exc:
-            raise translate_es_error(
-                exc, url=self.url, what=f"reading traces from {self.index}"
-            ) from exc
-        return dict(resp.body)
+    def _search(self, body: dict[str, Any], **params: Any) -> dict[str, Any]:
+        """One search of the traces index; ``params`` are URL parameters. Raises the package's
+        errors (``EngineError`` and its subclasses)."""
+        return self.client.search(
+            self.index, body, what=f"reading traces from {self.index}", **params
+        )
 
     def tail(
         self,
@@ -73,8 +71,8 @@ class TraceReader:
             "size": n,
         }
         if not candidates:
-            body["source_excludes"] = ["candidates", "query_text"]
-        docs = [h["_source"] for h in self._search(**body)["hits"]["hits"]]
+            body["_source"] = {"excludes": ["candidates", "query_text"]}
+        docs = [h["_source"] for h in self._search(body)["hits"]["hits"]]
         docs.reverse()
         return docs
 
@@ -91,9 +89,11 @@ class TraceReader:
         docs = [
             h["_source"]
             for h in self._search(
-                query={"bool": {"filter": [match, *scope_filter(principal)]}},
-                size=2,
-                sort=[{"@timestamp": "desc"}],
+                {
+                    "query": {"bool": {"filter": [match, *scope_filter(principal)]}},
+                    "size": 2,
+                    "sort": [{"@timestamp": "desc"}],
+                }
             )["hits"]["hits"]
         ]
         if not docs:
@@ -123,7 +123,8 @@ class TraceReader:
                 },
             }
         found = self._search(
-            size=0, query={"bool": {"filter": filters}}, aggs=aggs, ignore_unavailable=True
+            {"size": 0, "query": {"bool": {"filter": filters}}, "aggs": aggs},
+            ignore_unavailable=True,
         )
         out = found.get("aggregations", {})
         ops: dict[str, dict[str, Any]] = {}

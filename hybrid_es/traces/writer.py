@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from elasticsearch import Elasticsearch, helpers
-
+from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.traces.documents import MAX_ERROR_CHARS, clip, error_text, scrub
 
 log = logging.getLogger(__name__)
@@ -51,15 +50,16 @@ class TraceWriter:
     """Writes trace documents in the background, in bulk, bounded.
 
     ``submit`` never blocks and never raises. A daemon thread collects up to ``batch`` documents or
-    waits ``flush_interval`` seconds, then sends them with ``elasticsearch.helpers.bulk`` (no
-    retries, short timeout: a struggling cluster should not be pushed harder for traces). At most
+    waits ``flush_interval`` seconds, then sends them with the engine's bulk helper (no retries,
+    short timeout: a struggling cluster should not be pushed harder for traces). ``client`` is an
+    :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps (``as_engine``). At most
     ``max_queue`` documents wait and ``batch`` more are in flight; call ``close()`` (or use the
     writer as a context manager) before the process exits, or what is still queued is lost.
     """
 
     def __init__(
         self,
-        client: Elasticsearch,
+        client: Engine | Any,
         index: str,
         *,
         max_queue: int = 10_000,
@@ -72,7 +72,9 @@ class TraceWriter:
                 "max_queue and batch must be >= 1, flush_interval and request_timeout > 0"
             )
         self.index = index
-        self._client = client.options(request_timeout=request_timeout, max_retries=0)
+        self._engine = as_engine(client).with_options(
+            request_timeout=request_timeout, max_retries=0
+        )
         self._batch = batch
         self._interval = flush_interval
         self._queue: queue.Queue[dict[str, Any] | _Control] = queue.Queue(maxsize=max_queue)
@@ -205,8 +207,7 @@ class TraceWriter:
                 action["_id"] = d["trace_id"]  # create by id: a retried trace never duplicates
             actions.append(action)
         try:
-            ok, failed = helpers.bulk(
-                self._client,
+            ok, failed = self._engine.bulk(
                 actions,
                 chunk_size=len(actions),
                 max_retries=0,

@@ -1,0 +1,545 @@
+"""One engine seam, two dialects: what the product asks of a cluster, on Elasticsearch
+(elasticsearch-py) or OpenSearch (opensearch-py, its own client: elasticsearch-py refuses
+OpenSearch servers).
+
+The flavour is probed, never configured: :func:`connect` asks the cluster, and every module
+above this one talks to an :class:`Engine` without knowing which it is. What differs between the
+two lives in one place per concern: the client calls here, request bodies in
+``retrieval.dialects``, mappings and roles in ``es_templates/`` (an ``opensearch/`` variant beside
+each), security in ``cluster.security``.
+
+Every method raises the package's own errors (``errors.translate_es_error``), never a client's:
+a version conflict is ``VersionConflictError``, a missing document a ``None``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal
+from urllib.parse import quote
+
+from hybrid_es.cluster.client import make_client
+from hybrid_es.errors import ConfigurationError, EngineError, translate_es_error
+from hybrid_es.settings import Settings
+
+Flavor = Literal["elasticsearch", "opensearch"]
+
+
+class Engine:
+    """The cluster operations hybrid-es uses, over one REST primitive per flavour
+    (:meth:`request`). Construct with :func:`connect` (or wrap a client you made with
+    :func:`as_engine`); ``raw`` is the underlying client, for the bulk and scroll helpers."""
+
+    flavor: Flavor
+
+    def __init__(self, raw: Any, *, url: str = "", version: str = "unknown") -> None:
+        self.raw = raw
+        self.url = url
+        self.version = version
+        self.rrf_rank_constant_at: Any = None
+        """OpenSearch: where its RRF processor reads the rank constant, once probed
+        (``capabilities.native_fusion_works``)."""
+
+    @property
+    def name(self) -> str:
+        return "Elasticsearch" if self.flavor == "elasticsearch" else "OpenSearch"
+
+    @property
+    def major(self) -> int:
+        head = self.version.split(".")[0]
+        return int(head) if head.isdigit() else 0
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        what: str = "request",
+    ) -> Any:
+        """One REST call; the JSON it answers, or a package error (never a client's)."""
+        try:
+            return self._send(method, path, _query(params), body)
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what=what) from exc
+
+    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+        raise NotImplementedError
+
+    def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
+        """The same engine with another timeout and retry count (the trace writer's)."""
+        raise NotImplementedError
+
+    def _helpers(self) -> Any:
+        raise NotImplementedError
+
+    # -- documents -------------------------------------------------------------------------
+
+    def get(
+        self, index: str, id: str, *, source_includes: Sequence[str] | None = None
+    ) -> dict[str, Any] | None:
+        """A document (real-time), with ``_source``, ``_seq_no`` and ``_primary_term``; None
+        when it, or its index, does not exist."""
+        params = {"_source_includes": ",".join(source_includes)} if source_includes else None
+        try:
+            doc = self.request(
+                "GET", f"/{_p(index)}/_doc/{_p(id)}", params=params, what="reading a document"
+            )
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(doc) if doc.get("found") else None
+
+    def exists(self, index: str, id: str) -> bool:
+        return self.get(index, id, source_includes=["_none_"]) is not None
+
+    def mget(
+        self, index: str, ids: Sequence[str], *, source_includes: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """One entry per id, in order: found, not found, or an ``error`` of its own."""
+        params = {"_source_includes": ",".join(source_includes)} if source_includes else None
+        resp = self.request(
+            "POST",
+            f"/{_p(index)}/_mget",
+            params=params,
+            body={"ids": list(ids)},
+            what="reading documents",
+        )
+        return list(resp["docs"])
+
+    def index(
+        self,
+        index: str,
+        document: dict[str, Any],
+        *,
+        id: str | None = None,
+        op_type: str | None = None,
+        if_seq_no: int | None = None,
+        if_primary_term: int | None = None,
+        refresh: str | None = None,
+        what: str = "writing a document",
+    ) -> dict[str, Any]:
+        """Write one document; VersionConflictError when ``op_type="create"`` finds it there, or
+        ``if_seq_no`` finds it changed."""
+        params = {
+            "op_type": op_type,
+            "if_seq_no": if_seq_no,
+            "if_primary_term": if_primary_term,
+            "refresh": refresh,
+        }
+        path = f"/{_p(index)}/_doc" + (f"/{_p(id)}" if id is not None else "")
+        return dict(
+            self.request("PUT" if id else "POST", path, params=params, body=document, what=what)
+        )
+
+    def update(
+        self, index: str, id: str, doc: dict[str, Any], *, refresh: str | None = None
+    ) -> None:
+        self.request(
+            "POST",
+            f"/{_p(index)}/_update/{_p(id)}",
+            params={"refresh": refresh},
+            body={"doc": doc},
+            what="updating a document",
+        )
+
+    def delete(self, index: str, id: str, *, refresh: str | None = None) -> None:
+        self.request(
+            "DELETE",
+            f"/{_p(index)}/_doc/{_p(id)}",
+            params={"refresh": refresh},
+            what="deleting a document",
+        )
+
+    def count(self, index: str, query: dict[str, Any] | None = None) -> int:
+        body = {"query": query} if query is not None else None
+        return int(
+            self.request("POST", f"/{_p(index)}/_count", body=body, what="counting")["count"]
+        )
+
+    def search(
+        self, index: str, body: dict[str, Any], *, what: str = "search", **params: Any
+    ) -> dict[str, Any]:
+        """One search; ``params`` are URL parameters (``ignore_unavailable``, ``search_pipeline``,
+        ``seq_no_primary_term``, ...)."""
+        return dict(
+            self.request("POST", f"/{_p(index)}/_search", params=params, body=body, what=what)
+        )
+
+    def msearch(self, searches: list[dict[str, Any]], **params: Any) -> list[dict[str, Any]]:
+        """Several searches in one request (header, body, header, body, ...): their responses."""
+        ndjson = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in searches)
+        resp = self.request("POST", "/_msearch", params=params, body=ndjson, what="search")
+        return list(resp["responses"])
+
+    def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """Every hit of a query, paged with the client helpers' scroll."""
+        try:
+            yield from self._helpers().scan(self.raw, index=index, query=body)
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what="reading documents") from exc
+
+    def streaming_bulk(
+        self, actions: Iterable[dict[str, Any]], **kwargs: Any
+    ) -> Iterator[tuple[bool, dict[str, Any]]]:
+        """The client helpers' streaming bulk (back-off on 429s with ``max_retries``); raises
+        the client's own errors, for the caller to translate where it decides."""
+        yield from self._helpers().streaming_bulk(self.raw, actions, **kwargs)
+
+    def bulk(self, actions: Iterable[dict[str, Any]], **kwargs: Any) -> tuple[int, Any]:
+        return self._helpers().bulk(self.raw, actions, **kwargs)  # type: ignore[no-any-return]
+
+    # -- indices ---------------------------------------------------------------------------
+
+    def index_exists(self, index: str) -> bool:
+        try:
+            self.request("HEAD", f"/{_p(index)}", what="checking an index")
+        except EngineError as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def create_index(self, index: str, body: dict[str, Any] | None = None) -> bool:
+        """Create ``index`` (its templates apply); False when it exists already."""
+        try:
+            self.request("PUT", f"/{_p(index)}", body=body, what=f"creating {index}")
+        except EngineError as exc:
+            if exc.status == 400 and "resource_already_exists" in exc.message:
+                return False
+            raise
+        return True
+
+    def delete_index(self, index: str) -> None:
+        self.request(
+            "DELETE",
+            f"/{_p(index)}",
+            params={"ignore_unavailable": True, "allow_no_indices": True},
+            what=f"deleting {index}",
+        )
+
+    def refresh(self, index: str) -> None:
+        self.request("POST", f"/{_p(index)}/_refresh", what=f"refreshing {index}")
+
+    def get_mapping(self, index: str) -> dict[str, Any]:
+        """Index name -> its ``mappings``."""
+        resp = self.request("GET", f"/{_p(index)}/_mapping", what=f"reading {index}")
+        return {name: body.get("mappings", {}) for name, body in dict(resp).items()}
+
+    def put_mapping(self, index: str, body: dict[str, Any]) -> None:
+        self.request("PUT", f"/{_p(index)}/_mapping", body=body, what=f"updating {index}")
+
+    def put_settings(self, index: str, settings: dict[str, Any]) -> None:
+        self.request("PUT", f"/{_p(index)}/_settings", body=settings, what=f"updating {index}")
+
+    def close_index(self, index: str) -> None:
+        self.request("POST", f"/{_p(index)}/_close", what=f"closing {index}")
+
+    def open_index(self, index: str) -> None:
+        self.request(
+            "POST",
+            f"/{_p(index)}/_open",
+            params={"wait_for_active_shards": 1},
+            what=f"opening {index}",
+        )
+
+    def indices(self, pattern: str) -> list[str]:
+        """The open indices matching ``pattern`` (none: an empty list)."""
+        resp = self.request(
+            "GET",
+            f"/{_p(pattern)}",
+            params={
+                "expand_wildcards": "open",
+                "allow_no_indices": True,
+                "ignore_unavailable": True,
+                "filter_path": "*.settings.index.provided_name",
+            },
+            what="listing indices",
+        )
+        return sorted(resp or {})
+
+    def simulate_index_template(self, index: str) -> dict[str, Any]:
+        """What the installed templates give a new index of this name."""
+        return dict(
+            self.request(
+                "POST", f"/_index_template/_simulate_index/{_p(index)}", what="simulating templates"
+            )
+        )
+
+    def health(self, index: str | None = None, **params: Any) -> dict[str, Any]:
+        path = "/_cluster/health" + (f"/{_p(index)}" if index else "")
+        return dict(self.request("GET", path, params=params, what="reading cluster health"))
+
+    # -- templates -------------------------------------------------------------------------
+
+    def get_component_template(self, name: str) -> dict[str, Any] | None:
+        try:
+            resp = self.request(
+                "GET", f"/_component_template/{_p(name)}", what="reading a template"
+            )
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(resp["component_templates"][0]["component_template"])
+
+    def put_component_template(self, name: str, body: dict[str, Any]) -> None:
+        self.request(
+            "PUT", f"/_component_template/{_p(name)}", body=body, what="installing a template"
+        )
+
+    def get_index_template(self, name: str) -> dict[str, Any] | None:
+        try:
+            resp = self.request("GET", f"/_index_template/{_p(name)}", what="reading a template")
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(resp["index_templates"][0]["index_template"])
+
+    def put_index_template(self, name: str, body: dict[str, Any]) -> None:
+        self.request("PUT", f"/_index_template/{_p(name)}", body=body, what="installing a template")
+
+    def get_search_pipeline(self, name: str) -> dict[str, Any] | None:
+        """An OpenSearch search pipeline's body; None when it is not installed."""
+        try:
+            resp = self.request("GET", f"/_search/pipeline/{_p(name)}", what="reading a pipeline")
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(resp.get(name, {})) or None
+
+    def put_search_pipeline(self, name: str, body: dict[str, Any]) -> None:
+        self.request(
+            "PUT", f"/_search/pipeline/{_p(name)}", body=body, what="installing a search pipeline"
+        )
+
+    # -- the node --------------------------------------------------------------------------
+
+    def node_info(self) -> dict[str, Any]:
+        """The local node's version, modules and plugins."""
+        resp = self.request(
+            "GET",
+            "/_nodes/_local",
+            params={"filter_path": "nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name"},
+            what="reading node info",
+        )
+        return dict(next(iter(resp.get("nodes", {}).values()), {}))
+
+    def analyzer_works(self, analyzer: str) -> bool:
+        try:
+            self.request(
+                "POST", "/_analyze", body={"analyzer": analyzer, "text": "probe"}, what="analyzing"
+            )
+        except EngineError:
+            return False
+        return True
+
+
+class ElasticsearchEngine(Engine):
+    flavor: Flavor = "elasticsearch"
+
+    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+        headers = {"accept": "application/json"}
+        if body is not None:
+            headers["content-type"] = (
+                "application/x-ndjson" if isinstance(body, str) else "application/json"
+            )
+        resp = self.raw.perform_request(method, path, params=params, headers=headers, body=body)
+        if method == "HEAD":  # elasticsearch-py answers a HEAD 404 rather than raising it
+            if not 200 <= resp.meta.status < 300:
+                raise EngineError(f"{path} not found", status=resp.meta.status)
+            return {}
+        return resp.body
+
+    def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
+        return ElasticsearchEngine(
+            self.raw.options(request_timeout=request_timeout, max_retries=max_retries),
+            url=self.url,
+            version=self.version,
+        )
+
+    def _helpers(self) -> Any:
+        from elasticsearch import helpers
+
+        return helpers
+
+
+class OpenSearchEngine(Engine):
+    flavor: Flavor = "opensearch"
+
+    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+        # The client's own timeout, always passed: opensearch-py would otherwise take a
+        # ``timeout`` URL parameter (cluster health's, a search's) for its socket timeout.
+        timeout = getattr(self.raw, "_hybrid_es_kwargs", {}).get("timeout", 30)
+        if method == "HEAD":
+            ok = self.raw.transport.perform_request(method, path, params=params, timeout=timeout)
+            if not ok:
+                raise EngineError(f"{path} not found", status=404)
+            return {}
+        headers = {"content-type": "application/x-ndjson"} if isinstance(body, str) else None
+        return self.raw.transport.perform_request(
+            method, path, params=params, body=body, headers=headers, timeout=timeout
+        )
+
+    def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
+        from opensearchpy import OpenSearch
+
+        kwargs = dict(getattr(self.raw, "_hybrid_es_kwargs", {}))
+        if not kwargs:  # a client built by the caller: its hosts and connection settings
+            kwargs = {"hosts": self.raw.transport.hosts, **self.raw.transport.kwargs}
+        kwargs.update(timeout=request_timeout, max_retries=max_retries)
+        clone = OpenSearch(**kwargs)
+        clone._hybrid_es_kwargs = kwargs  # type: ignore[attr-defined]
+        return OpenSearchEngine(clone, url=self.url, version=self.version)
+
+    def _helpers(self) -> Any:
+        from opensearchpy import helpers
+
+        return helpers
+
+
+def _p(part: str) -> str:
+    """A path segment, percent-encoded (ids may hold any character)."""
+    return quote(part, safe=",*")
+
+
+def _query(params: dict[str, Any] | None) -> dict[str, str]:
+    """URL parameters as the REST API spells them (booleans lowercase; None left out)."""
+    out: dict[str, str] = {}
+    for k, v in (params or {}).items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out
+
+
+class _QuietNotFound(logging.Filter):
+    """opensearch-py logs a WARNING for every 4xx. A GET or HEAD that finds nothing is an answer
+    here (an absent packet, corpus state or template), and so is a reader's refused mapping read
+    (the searcher then checks the model on a chunk): neither is a problem to log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        if not msg.startswith(("GET ", "HEAD ")):
+            return True
+        return "[status:404 " not in msg and not ("/_mapping " in msg and "[status:403 " in msg)
+
+
+def _opensearch_client(settings: Settings, **overrides: Any) -> Any:
+    try:
+        from opensearchpy import OpenSearch
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"the cluster at {settings.redacted_url()} is OpenSearch, and talking to it needs "
+            "opensearch-py",
+            hint="pip install 'hybrid-es[opensearch]'",
+        ) from exc
+    kwargs: dict[str, Any] = {
+        "hosts": [settings.url],
+        "timeout": settings.request_timeout,
+        "max_retries": settings.max_retries,
+        "retry_on_timeout": False,
+        "verify_certs": settings.verify_certs,
+        "ssl_show_warn": settings.verify_certs,
+    }
+    if settings.ca_certs:
+        kwargs["ca_certs"] = str(settings.ca_certs)
+    if settings.api_key:
+        kwargs["headers"] = {"Authorization": f"ApiKey {settings.api_key.get_secret_value()}"}
+    elif settings.username and settings.password is not None:
+        kwargs["http_auth"] = (settings.username, settings.password.get_secret_value())
+    kwargs.update(overrides)
+    client = OpenSearch(**kwargs)
+    client._hybrid_es_kwargs = kwargs  # type: ignore[attr-defined]
+    logger = logging.getLogger("opensearch")
+    if not any(isinstance(f, _QuietNotFound) for f in logger.filters):
+        logger.addFilter(_QuietNotFound())
+    return client
+
+
+def connect(settings: Settings | None = None, **overrides: Any) -> Engine:
+    """The engine behind ``settings`` (default: from the environment), its flavour probed.
+
+    One request, ``GET /``, that any authenticated user may send: Elasticsearch answers with its
+    product header (even when it refuses the request), OpenSearch with its distribution, or a
+    security-plugin refusal. Raises EngineUnavailableError / AuthenticationError when the cluster
+    cannot be reached or refuses the credentials, EngineError for a server that is neither, and
+    ConfigurationError when opensearch-py is needed and missing.
+    """
+    s = settings or Settings()
+    url = s.redacted_url()
+    es = make_client(s, **overrides)
+    flavor, version = _identify(es, url)
+    if flavor == "elasticsearch":
+        engine: Engine = ElasticsearchEngine(es, url=url, version=version)
+        if version == "unknown":
+            with contextlib.suppress(EngineError):
+                engine.version = str(engine.node_info().get("version", "unknown"))
+        return engine
+    return OpenSearchEngine(
+        _opensearch_client(s, **_os_overrides(overrides)), url=url, version=version
+    )
+
+
+def _identify(es: Any, url: str) -> tuple[Flavor, str]:
+    from elasticsearch import ApiError, UnsupportedProductError
+
+    try:
+        resp = es.perform_request("GET", "/", headers={"accept": "application/json"})
+        return "elasticsearch", str(resp.body.get("version", {}).get("number", "unknown"))
+    except UnsupportedProductError as exc:  # a 2xx without the product header
+        status, body = 200, exc.body
+    except ApiError as exc:
+        if exc.meta.headers.get("x-elastic-product") == "Elasticsearch":
+            return "elasticsearch", "unknown"  # refused, but by Elasticsearch
+        if exc.meta.status == 401:
+            raise translate_es_error(exc, url=url, what="connecting") from exc
+        status, body = exc.meta.status, exc.body
+    except Exception as exc:
+        raise translate_es_error(exc, url=url, what="connecting") from exc
+    version = body.get("version", {}) if isinstance(body, dict) else {}
+    if isinstance(version, dict) and version.get("distribution") == "opensearch":
+        return "opensearch", str(version.get("number", "unknown"))
+    if status == 403 and "no permissions for [" in str(body):  # the security plugin's refusal
+        return "opensearch", "unknown"
+    raise EngineError(
+        f"the server at {url} is neither Elasticsearch nor OpenSearch (GET / answered HTTP "
+        f"{status}: {str(body)[:120]})",
+        hint="check HYBRID_ES_URL",
+        status=status,
+    )
+
+
+def _os_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """elasticsearch-py option names as opensearch-py spells them."""
+    out = dict(overrides)
+    if "request_timeout" in out:
+        out["timeout"] = out.pop("request_timeout")
+    if "basic_auth" in out:
+        out["http_auth"] = out.pop("basic_auth")
+    return out
+
+
+def as_engine(client: Any, *, url: str = "") -> Engine:
+    """An engine around a client you built: elasticsearch-py or opensearch-py (an Engine is
+    returned as it is)."""
+    if isinstance(client, Engine):
+        return client
+    module = type(client).__module__
+    if module.startswith("opensearchpy"):
+        engine: Engine = OpenSearchEngine(client, url=url)
+    elif module.startswith("elasticsearch"):
+        engine = ElasticsearchEngine(client, url=url)
+    else:
+        raise ConfigurationError(
+            f"not an Elasticsearch or OpenSearch client: {type(client).__name__}",
+            hint="pass hybrid_es.connect(settings), or an elasticsearch-py / opensearch-py client",
+        )
+    return engine

@@ -1,0 +1,58 @@
+"""The per-tenant reader role, installed in each engine's own security API.
+
+The role comes from ``es_templates/roles`` (Elasticsearch: a native role with a DLS ``query``) or
+``es_templates/opensearch/roles`` (the security plugin: ``index_permissions`` with a ``dls``
+string); the tenant is filled in by ``templates.render_role``. On OpenSearch the role is mapped to
+the backend role ``hybrid-es-tenant-<tenant>``, so a user (internal, LDAP, SAML, ...) that carries
+that backend role reads that tenant only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.templates import backend_role, render_role
+from hybrid_es.errors import ConfigurationError, EngineError
+from hybrid_es.models import check_tenant
+
+_OS_API = "/_plugins/_security/api"
+
+
+def install_tenant_reader(
+    engine: Engine, tenant: str, directory: Path | None = None
+) -> list[tuple[str, str]]:
+    """Install (or overwrite) ``tenant``'s reader role; the (kind, name) of what was written."""
+    try:
+        check_tenant(tenant)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc), hint="pass a valid tenant id to --tenant") from exc
+    name, role = render_role(tenant, directory=directory, flavor=engine.flavor)
+    if engine.flavor != "opensearch":
+        engine.request("PUT", f"/_security/role/{name}", body=role, what="installing a role")
+        return [("role", name)]
+    engine.request("PUT", f"{_OS_API}/roles/{name}", body=role, what="installing a role")
+    mapping = _os_mapping(engine, name)
+    wanted = backend_role(tenant)
+    if wanted not in mapping["backend_roles"]:
+        mapping["backend_roles"].append(wanted)
+    engine.request("PUT", f"{_OS_API}/rolesmapping/{name}", body=mapping, what="mapping a role")
+    return [("role", name), ("role mapping", f"{name} <- backend role {wanted}")]
+
+
+def _os_mapping(engine: Engine, name: str) -> dict[str, Any]:
+    """The role's current mapping (kept: an operator may have mapped users or hosts to it)."""
+    try:
+        current = engine.request("GET", f"{_OS_API}/rolesmapping/{name}", what="reading a mapping")
+    except EngineError as exc:
+        if exc.status == 404:
+            current = {}
+        else:
+            raise
+    body = dict(current.get(name, {}))
+    return {
+        "backend_roles": list(body.get("backend_roles", [])),
+        "users": list(body.get("users", [])),
+        "hosts": list(body.get("hosts", [])),
+    }
