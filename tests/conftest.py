@@ -1,5 +1,10 @@
-"""Shared fixtures. Integration tests run against the real Elasticsearch that scripts/es.sh
-started (scripts/test.sh does that); they never mock it."""
+"""Shared fixtures. Integration tests run against the real engine that the environment names:
+Elasticsearch started by scripts/es.sh, or OpenSearch started by scripts/opensearch.sh
+(scripts/test.sh runs the integration and security suites on both); they never mock it.
+
+``es`` is an :class:`~hybrid_es.cluster.engine.Engine` whose flavour is probed, so one test body
+runs on either engine. A test that cannot apply to one engine says so with
+``@pytest.mark.engine("elasticsearch", reason=...)`` and is skipped by name on the other."""
 
 from __future__ import annotations
 
@@ -86,26 +91,53 @@ def settings():  # type: ignore[no-untyped-def]
     return Settings()
 
 
+_FLAVOR: dict[str, str] = {}
+
+
+def engine_flavor() -> str | None:
+    """The flavour of the engine the environment names (probed once); None if unreachable."""
+    if "flavor" not in _FLAVOR:
+        from hybrid_es.cluster.engine import connect
+        from hybrid_es.errors import HybridEsError
+        from hybrid_es.settings import Settings
+
+        try:
+            _FLAVOR["flavor"] = connect(Settings()).flavor
+        except HybridEsError:
+            _FLAVOR["flavor"] = ""
+    return _FLAVOR["flavor"] or None
+
+
+def pytest_runtest_setup(item):  # type: ignore[no-untyped-def]
+    marker = item.get_closest_marker("engine")
+    if marker is None:
+        return
+    wanted, reason = marker.args[0], marker.kwargs.get("reason", "")
+    flavor = engine_flavor()
+    if flavor is not None and flavor != wanted:
+        pytest.skip(f"{wanted} only, not {flavor}: {reason}")
+
+
 @pytest.fixture(scope="session")
 def es(settings):  # type: ignore[no-untyped-def]
-    """A client for the cluster; fails loudly (never skips) when it is not running."""
+    """The engine under test; fails loudly (never skips) when it is not running."""
     from hybrid_es.cluster.capabilities import probe
-    from hybrid_es.cluster.client import make_client
+    from hybrid_es.cluster.engine import connect
     from hybrid_es.errors import HybridEsError
 
-    client = make_client(settings)
     try:
-        probe(client, url=settings.redacted_url())
+        engine = connect(settings)
+        probe(engine)
     except HybridEsError as exc:
-        pytest.fail(f"integration tests need Elasticsearch: {exc}. Run scripts/test.sh.")
-    return client
+        pytest.fail(f"integration tests need a running engine: {exc}. Run scripts/test.sh.")
+    return engine
 
 
 @pytest.fixture(scope="session")
-def caps(es, settings):  # type: ignore[no-untyped-def]
+def caps(es):  # type: ignore[no-untyped-def]
     from hybrid_es.cluster.capabilities import probe
 
-    return probe(es, url=settings.redacted_url())
+    return probe(es)
 
 
 @pytest.fixture(scope="session")
@@ -128,28 +160,43 @@ def fresh_indices(es, bootstrapped, settings) -> Iterator[dict[str, str]]:  # ty
         "packets": f"{settings.packets_index}-test-{tag}",
     }
     for n in names.values():
-        es.indices.create(index=n)
+        es.create_index(n)
     yield names
-    es.indices.delete(index=",".join(names.values()), ignore_unavailable=True)
+    es.delete_index(",".join(names.values()))
 
 
 @pytest.fixture
-def wire(settings):  # type: ignore[no-untyped-def]
-    """A client whose every request is recorded as sent on the wire: ``(client, log)``, where
+def wire(es, settings):  # type: ignore[no-untyped-def]
+    """An engine whose every request is recorded as sent on the wire: ``(engine, log)``, where
     ``log`` is a list of ``(method, path, body bytes)``. For tests about what reaches the
-    cluster, captured at the transport rather than reconstructed from our own bookkeeping."""
+    cluster, captured at the transport (each client's HTTP connection class) rather than
+    reconstructed from our own bookkeeping."""
+    from hybrid_es.cluster.engine import ElasticsearchEngine, OpenSearchEngine, _opensearch_client
+
+    log: list[tuple[str, str, bytes]] = []
+    if es.flavor == "opensearch":
+        from opensearchpy import Urllib3HttpConnection
+
+        class RecordingConnection(Urllib3HttpConnection):  # type: ignore[misc]
+            def perform_request(self, method, url, params=None, body=None, *a, **kw):  # type: ignore[no-untyped-def]
+                query = ("?" + "&".join(f"{k}={v}" for k, v in params.items())) if params else ""
+                log.append((method, url + query, bytes(body or b"")))
+                return super().perform_request(method, url, params, body, *a, **kw)
+
+        raw = _opensearch_client(settings, connection_class=RecordingConnection)
+        return OpenSearchEngine(raw, url=es.url, version=es.version), log
+
     from elastic_transport import Urllib3HttpNode
 
     from hybrid_es.cluster.client import make_client
-
-    log: list[tuple[str, str, bytes]] = []
 
     class RecordingNode(Urllib3HttpNode):
         def perform_request(self, method, target, body=None, headers=None, **kw):  # type: ignore[no-untyped-def]
             log.append((method, target, bytes(body or b"")))
             return super().perform_request(method, target, body=body, headers=headers, **kw)
 
-    return make_client(settings, node_class=RecordingNode), log
+    raw = make_client(settings, node_class=RecordingNode)
+    return ElasticsearchEngine(raw, url=es.url, version=es.version), log
 
 
 @pytest.fixture(scope="session")

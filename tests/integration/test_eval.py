@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 
 
-def test_eval_reports_quality_latency_and_a_markdown_report(es, bootstrapped, tmp_path):
+def test_eval_reports_quality_latency_and_a_markdown_report(es, caps, bootstrapped, tmp_path):
     index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
     try:
         r = subprocess.run(
@@ -42,18 +42,23 @@ def test_eval_reports_quality_latency_and_a_markdown_report(es, bootstrapped, tm
         out = json.loads(r.stdout)
         by = {x["pipeline"]: x for x in out["results"]}
         assert set(by) == {"bm25", "dense", "hybrid", "linear"}
+        # Hybrid fuses natively where the cluster can (OpenSearch's hybrid query), else client-side.
+        hybrid_path = "native-rrf" if caps.native_rrf else "client-rrf"
         assert (
-            by["bm25"]["fusion_path"] == "bm25-only" and by["hybrid"]["fusion_path"] == "client-rrf"
+            by["bm25"]["fusion_path"] == "bm25-only" and by["dense"]["fusion_path"] == "dense-only"
         )
+        assert by["hybrid"]["fusion_path"] == hybrid_path
         for res in by.values():
             assert res["queries"] == 4 and 0.0 < res["metrics"]["ndcg@10"] <= 1.0
             assert res["failure_rate"] == pytest.approx(1 - res["metrics"]["recall@20"])
             assert res["latency_ms"]["total"]["p95"] >= res["latency_ms"]["total"]["p50"] > 0
         assert by["hybrid"]["metrics"]["recall@10"] == 1.0
         report = (tmp_path / "report.md").read_text()
-        assert "| hybrid | client-rrf |" in report and (tmp_path / "tiny-beir.png").stat().st_size
+        assert (
+            f"| hybrid | {hybrid_path} |" in report and (tmp_path / "tiny-beir.png").stat().st_size
+        )
     finally:
-        es.indices.delete(index=index, ignore_unavailable=True)
+        es.delete_index(index)
 
 
 COOKBOOK = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-cookbook"
@@ -84,9 +89,9 @@ def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, boot
         assert by["hybrid"]["metrics"]["recall@5"] == 1.0  # 4 chunks: kNN returns them all
         # The corpus's own chunks were indexed, under the ids the golden chunks name (stored
         # under the evaluation tenant's keys).
-        hits = es.search(index=index, size=10)["hits"]["hits"]
+        hits = es.search(index, {"size": 10})["hits"]["hits"]
         ids = {h["_source"]["chunk_id"] for h in hits}
         assert ids == {f"doc_{d}::v1::c000{c}" for d in (1, 2) for c in (0, 1)}
         assert {h["_id"] for h in hits} == {f"eval::{i}" for i in ids}
     finally:
-        es.indices.delete(index=index, ignore_unavailable=True)
+        es.delete_index(index)

@@ -21,7 +21,7 @@ NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 def _count(es, index, **term):  # type: ignore[no-untyped-def]
     q = {"term": term} if term else {"match_all": {}}
-    return es.count(index=index, query=q)["count"]
+    return es.count(index, q)
 
 
 def test_travel_fixture_counts_and_reingest_skips_everything(es, embedder, fresh_indices):
@@ -77,10 +77,10 @@ def test_a_new_version_supersedes_the_old_one_and_moves_the_watermark(es, embedd
     )
     rep = ing.ingest([v2], owner("t"), now=NOW)
     assert rep.superseded == 1 and rep.watermarks == {"t": 2}
-    old = es.get(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("K", 1, 0)))["_source"]
+    old = es.get(fresh_indices["chunks"], chunk_key("t", chunk_id("K", 1, 0)))["_source"]
     assert old["superseded_by"] == chunk_id("K", 2, 0)
     assert old["valid_to"] == "2026-04-01"  # validity closed, history kept
-    assert es.exists(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("K", 2, 0)))
+    assert es.exists(fresh_indices["chunks"], chunk_key("t", chunk_id("K", 2, 0)))
     assert ing.delete_document(owner("u"), "K") == 0  # another tenant's K is another document
     assert ing.delete_document(owner("t"), "K") == 2
     assert state.watermark("t") == 3

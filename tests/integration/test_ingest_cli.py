@@ -71,7 +71,7 @@ def test_folder_ingest_reports_rejected_files_exits_1_and_skips_everything_on_re
     assert "latin1.txt: not UTF-8" in out["rejected"][0]
     assert out["contextualizer"] == "extractive-v2" and out["cost_usd"] == 0.0
     key = chunk_key("demo-A", chunk_id("kyo-h12.md", 1, 0))
-    src = es.get(index=fresh_indices["chunks"], id=key)["_source"]
+    src = es.get(fresh_indices["chunks"], key)["_source"]
     assert src["title"] == "Supplier contract KYO-H12" and src["contract_ids"] == ["KYO-H12"]
     assert src["context_header"].startswith("Document: Supplier contract KYO-H12.")
 
@@ -87,11 +87,11 @@ def test_dry_run_writes_nothing_and_fail_fast_stops_at_the_first_bad_line(
     path.write_text('{"id": "a", "tenant": "t", "body": "fine."}\n{broken\n', encoding="utf-8")
     rc, out, _ = _run(fresh_indices, str(path), "--tenant", "t", "--dry-run")
     assert rc == 1 and (out["documents"], out["chunks"], out["rejected_input"]) == (1, 1, 1)
-    assert es.count(index=fresh_indices["chunks"])["count"] == 0
+    assert es.count(fresh_indices["chunks"]) == 0
     rc, out, err = _run(fresh_indices, str(path), "--tenant", "t", "--fail-fast")
     err = " ".join(err.split())  # rich wraps long lines
     assert rc == 2 and "line 2" in err and "malformed JSON" in err
-    assert es.count(index=fresh_indices["chunks"])["count"] == 0
+    assert es.count(fresh_indices["chunks"]) == 0
 
 
 def test_anthropic_contextualizer_from_the_cli_reports_calls_and_cost(fresh_indices, tmp_path):
@@ -146,16 +146,16 @@ def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_noth
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:
-            es.indices.refresh(index=index)
-            if es.count(index=index)["count"] >= 8:
+            es.refresh(index)
+            if es.count(index) >= 8:
                 break
             time.sleep(0.1)
         assert proc.poll() is None, "the ingest finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait(timeout=30)
-    es.indices.refresh(index=index)
-    written = es.count(index=index)["count"]
+    es.refresh(index)
+    written = es.count(index)
     assert 0 < written < len(expected)
 
     rc, out, err = _run(fresh_indices, str(path), "--tenant", "t")
@@ -165,14 +165,10 @@ def test_an_ingest_killed_mid_run_and_restarted_ends_with_no_duplicates_and_noth
         out["skipped_unchanged"] > 0
         and out["skipped_unchanged"] + (out["documents"] - out["skipped_unchanged"]) == 120
     )
-    stored = {
-        h["_id"]
-        for h in es.search(index=index, size=10_000, source=False, query={"match_all": {}})["hits"][
-            "hits"
-        ]
-    }
+    everything = {"size": 10_000, "_source": False, "query": {"match_all": {}}}
+    stored = {h["_id"] for h in es.search(index, everything)["hits"]["hits"]}
     assert stored == expected  # nothing missing, nothing extra
-    with_vectors = es.count(index=index, query={"exists": {"field": "embedding"}})["count"]
+    with_vectors = es.count(index, {"exists": {"field": "embedding"}})
     assert with_vectors == len(expected)
 
 
@@ -197,9 +193,9 @@ def test_ingest_for_one_tenant_refuses_by_line_every_document_of_another(
     assert "line 1" in out["rejected"][0] and "names tenant 'demo-A'" in out["rejected"][0]
     assert out["watermarks"] == {"demo-B": 1}
     assert state.watermark("demo-A") == before
-    kept = es.get(index=fresh_indices["chunks"], id=chunk_key("demo-A", chunk_id("R", 1, 0)))
-    assert kept["_source"]["raw_chunk_text"] == "A's rate is JPY 31,500."
-    assert not es.exists(index=fresh_indices["chunks"], id=chunk_key("demo-B", chunk_id("R", 1, 0)))
+    kept = es.get(fresh_indices["chunks"], chunk_key("demo-A", chunk_id("R", 1, 0)))
+    assert kept is not None and kept["_source"]["raw_chunk_text"] == "A's rate is JPY 31,500."
+    assert not es.exists(fresh_indices["chunks"], chunk_key("demo-B", chunk_id("R", 1, 0)))
 
 
 CRASH_BEFORE_THE_WATERMARK = """

@@ -93,9 +93,7 @@ def test_llm_headers_are_cached_per_document_costed_and_never_regenerated_when_u
         }
         assert u.cost_usd == pytest.approx(cost_usd(spent, PRICES[MODEL]))
 
-        stored = es.get(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("C1", 1, 1)))[
-            "_source"
-        ]
+        stored = es.get(fresh_indices["chunks"], chunk_key("t", chunk_id("C1", 1, 1)))["_source"]
         assert stored["header_prompt_version"] == f"anthropic-ctx-v1@{MODEL}"
         assert stored["context_header"].startswith("Situated in the document that begins")
         assert stored["search_payload"] == f"{stored['context_header']}\n{stored['raw_chunk_text']}"
@@ -111,7 +109,7 @@ def test_llm_headers_are_cached_per_document_costed_and_never_regenerated_when_u
         assert (third.chunks, third.skipped_unchanged) == (1, 2)
         assert third.removed_chunks == len(chunks["C2"]) - 1
         assert srv.calls == calls + 1
-    assert es.count(index=fresh_indices["chunks"], query={"term": {"doc_id": "C2"}})["count"] == 1
+    assert es.count(fresh_indices["chunks"], {"term": {"doc_id": "C2"}}) == 1
 
 
 def test_rejected_headers_fall_back_to_extractive_ones_are_counted_and_not_retried(
@@ -123,9 +121,7 @@ def test_rejected_headers_fall_back_to_extractive_ones_are_counted_and_not_retri
         rep = ing.ingest(docs, owner("t"), now=NOW)
         assert rep.context.guardrail_rejections == rep.chunks == srv.calls > 0
         assert "introduces globex, corp, 2031" in rep.context.rejected_examples[0]
-        src = es.get(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("C0", 1, 0)))[
-            "_source"
-        ]
+        src = es.get(fresh_indices["chunks"], chunk_key("t", chunk_id("C0", 1, 0)))["_source"]
         (first,) = chunk_text(docs[0].body, size=32, overlap=0, count=counter_for(embedder))[:1]
         assert src["context_header"] == extractive_header(docs[0], first)
         assert src["header_prompt_version"] == f"anthropic-ctx-v1@{MODEL}+fallback:extractive-v2"
@@ -153,12 +149,12 @@ def test_a_partly_written_document_is_written_again_in_full(es, embedder, fresh_
     ing = _ingestor(es, emb, fresh_indices, ExtractiveContextualizer())
     docs = _docs()
     first = ing.ingest(docs, owner("t"), now=NOW)
-    es.delete(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("C2", 1, 1)), refresh=True)
+    es.delete(fresh_indices["chunks"], chunk_key("t", chunk_id("C2", 1, 1)), refresh="true")
     before = emb.passages
     again = ing.ingest(docs, owner("t"), now=NOW)
-    n_c2 = es.count(index=fresh_indices["chunks"], query={"term": {"doc_id": "C2"}})["count"]
+    n_c2 = es.count(fresh_indices["chunks"], {"term": {"doc_id": "C2"}})
     assert (again.skipped_unchanged, again.chunks, emb.passages - before) == (2, n_c2, n_c2)
-    assert es.count(index=fresh_indices["chunks"])["count"] == first.chunks
+    assert es.count(fresh_indices["chunks"]) == first.chunks
 
 
 def test_a_new_contextualizer_version_reprocesses_unchanged_documents(es, embedder, fresh_indices):
@@ -180,7 +176,7 @@ def test_two_versions_in_one_run_end_with_the_older_superseded(es, embedder, fre
     )
     rep = ing.ingest([v1, v2], owner("t"), now=NOW)
     assert rep.superseded == 1
-    old = es.get(index=fresh_indices["chunks"], id=chunk_key("t", chunk_id("K", 1, 0)))["_source"]
+    old = es.get(fresh_indices["chunks"], chunk_key("t", chunk_id("K", 1, 0)))["_source"]
     assert old["superseded_by"] == chunk_id("K", 2, 0) and old["valid_to"] == "2026-04-01"
 
 
@@ -195,5 +191,5 @@ def test_two_tenants_each_own_their_document_of_the_same_id(es, embedder, fresh_
     )
     assert rep.ok and rep.chunks == 1 and rep.failed_documents == []
     for tenant, text in (("demo-A", "Tenant A's text."), ("demo-B", "Tenant B's text.")):
-        src = es.get(index=fresh_indices["chunks"], id=chunk_key(tenant, chunk_id("X", 1, 0)))
+        src = es.get(fresh_indices["chunks"], chunk_key(tenant, chunk_id("X", 1, 0)))
         assert (src["_source"]["tenant"], src["_source"]["raw_chunk_text"]) == (tenant, text)

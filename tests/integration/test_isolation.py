@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hybrid_es.cluster.capabilities import native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
@@ -109,12 +110,36 @@ def _document(i: int, d: dict) -> Document:  # type: ignore[type-arg]
     )
 
 
-FUSION_PATHS = {
+CLIENT_PATHS = {
     "client-rrf": {"fusion": "client", "fusion_method": "rrf"},
     "client-linear": {"fusion": "client", "fusion_method": "linear"},
 }
-"""Every fusion path this cluster runs. The native rrf path joins where the engine has it (the
-OpenSearch dialect); here it is reported as unavailable by the capability probe."""
+"""The client-side fusion paths: every engine runs them."""
+NATIVE_PATHS = {
+    "native-rrf": {"fusion": "native", "fusion_method": "rrf"},
+    "native-linear": {"fusion": "native", "fusion_method": "linear"},
+}
+"""The native fusion paths: they join where the engine runs them (OpenSearch's ``hybrid`` query:
+both; an Elasticsearch node with the ``rrf`` retriever: native-rrf); an engine that cannot is
+reported so by ``native_fusion_works`` (the Elasticsearch CI node, Basic licence)."""
+
+
+def fusion_paths(es) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-def]
+    """Every fusion path this engine runs: the client ones, and the native ones it has."""
+    native = {
+        name: kw
+        for name, kw in NATIVE_PATHS.items()
+        if native_fusion_works(es, kw["fusion_method"])[0]
+    }
+    return {**CLIENT_PATHS, **native}
+
+
+def test_the_property_covers_every_fusion_path_the_engine_runs(es, caps):
+    paths = fusion_paths(es)
+    assert set(CLIENT_PATHS) <= set(paths)
+    assert ("native-rrf" in paths) == caps.native_rrf
+    if es.flavor == "opensearch":  # the hybrid query runs both methods: both are covered
+        assert {"native-rrf", "native-linear"} <= set(paths), native_fusion_works(es, "linear")
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +158,12 @@ def iso_world(es, bootstrapped, tiny_cross_encoder):  # type: ignore[no-untyped-
     state = CorpusState(es, layout.corpus_state)
     reranker = CrossEncoderReranker(tiny_cross_encoder)
     searchers = {
-        name: HybridSearcher(es, emb, layout=layout, reranker=reranker, native_rrf=False, **kw)
-        for name, kw in FUSION_PATHS.items()
+        name: (
+            HybridSearcher(es, emb, layout=layout, reranker=reranker, native_rrf=False, **kw)
+            if name in CLIENT_PATHS
+            else HybridSearcher(es, emb, layout=layout, reranker=reranker, **kw)
+        )
+        for name, kw in fusion_paths(es).items()
     }
     world = {
         "ingestor": Ingestor(es, emb, layout=layout, corpus_state=state),
@@ -143,9 +172,7 @@ def iso_world(es, bootstrapped, tiny_cross_encoder):  # type: ignore[no-untyped-
         "examples": 0,
     }
     yield world
-    es.indices.delete(
-        index=f"{layout.chunks},{layout.packets},{layout.corpus_state}", ignore_unavailable=True
-    )
+    es.delete_index(f"{layout.chunks},{layout.packets},{layout.corpus_state}")
 
 
 @settings(

@@ -10,7 +10,6 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from elasticsearch import helpers
 
 from hybrid_es.models import Principal
 from hybrid_es.traces.documents import packet_trace
@@ -73,7 +72,7 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
         return json.loads(r.stdout)  # type: ignore[no-any-return]
 
     try:
-        helpers.bulk(es, ({"_index": index, "_source": d} for d in docs), refresh=True)
+        es.bulk(({"_index": index, "_source": d} for d in docs), refresh=True)
         out = stats("--tenant", "demo-A", "--user", "a")
         assert out["reuse_rate"] == pytest.approx(0.75)
         assert out["verdicts"] == {"reuse": 3, "refresh_required": 1}
@@ -83,4 +82,4 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
         ops = stats("--tenant", "demo-A", "--user", "ops", "--operator")
         assert ops["verdicts"] == {"reuse": 3, "refresh_required": 1, "deny": 1}
     finally:
-        es.indices.delete(index=index, ignore_unavailable=True)
+        es.delete_index(index)

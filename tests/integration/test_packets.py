@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import ManifestConflictError, PacketNotFoundError
 from hybrid_es.ingest.documents import Document
@@ -165,15 +164,24 @@ def test_case_4_revoked_scope_is_denied_and_the_context_discarded(world):
     )
 
 
-def test_case_5_expired_with_the_source_unavailable_withholds(world, settings):
+def _unreachable(es, settings):  # type: ignore[no-untyped-def]
+    """An engine of the same flavour as ``es`` whose cluster is down (nothing listens on :9)."""
+    from hybrid_es.cluster.client import make_client
+    from hybrid_es.cluster.engine import ElasticsearchEngine, OpenSearchEngine, _opensearch_client
+
+    down = settings.model_copy(
+        update={"url": "http://127.0.0.1:9", "max_retries": 0, "request_timeout": 2}
+    )
+    if es.flavor == "opensearch":
+        return OpenSearchEngine(_opensearch_client(down), url=down.redacted_url())
+    return ElasticsearchEngine(make_client(down), url=down.redacted_url())
+
+
+def test_case_5_expired_with_the_source_unavailable_withholds(world, es, settings):
     s = world["service"]
     manifest = s.store.get(AGENT, world["pid"]).manifest
     down = HybridSearcher(
-        make_client(
-            settings.model_copy(update={"url": "http://127.0.0.1:9"}),
-            max_retries=0,
-            request_timeout=2,
-        ),
+        _unreachable(es, settings),
         s.searcher.embedder,
         layout=s.searcher.layout,
     )

@@ -1,12 +1,21 @@
-"""Faults against real nodes: a node killed mid-ingest, a cluster down, 429s, timeouts."""
+"""Faults against real nodes: a node killed mid-ingest, a cluster down, 429s, timeouts.
+
+The node that is killed, stalled and flooded is ``fault_node``, a disposable Elasticsearch node
+of its own (scripts/es.sh): those tests are Elasticsearch-only. The shared OpenSearch node of the
+suite cannot be killed or stopped under the other tests; on either engine, a cluster that is down
+and a server that accepts connections and never answers are run against the engine's own client.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -14,15 +23,27 @@ from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import (
+    Engine,
+    OpenSearchEngine,
+    _opensearch_client,
+    as_engine,
+    connect,
+)
 from hybrid_es.errors import EngineUnavailableError, HybridEsError, SearchTimeoutError
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
 from tests.conftest import HashEmbedder, owner
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 1, tzinfo=UTC)
+FAULT_NODE = (
+    "fault_node is a disposable Elasticsearch node (scripts/es.sh) that the test kills, stops or "
+    "floods; the suite's OpenSearch node is shared and cannot be"
+)
 
 
 def _docs(n: int) -> list[Document]:
@@ -38,17 +59,16 @@ def _docs(n: int) -> list[Document]:
     ]
 
 
-def _ready(fault) -> object:  # type: ignore[no-untyped-def]
-    client = make_client(fault["settings"], max_retries=3, request_timeout=30)
+def _ready(fault) -> Engine:  # type: ignore[no-untyped-def]
+    client = connect(fault["settings"], max_retries=3, request_timeout=30)
     # After a crash the node replays its translogs; tests start once nothing is initializing.
-    client.cluster.health(
-        wait_for_status="yellow", wait_for_no_initializing_shards=True, timeout="120s"
-    )
-    caps = probe(client, url=fault["settings"].redacted_url())
+    client.health(wait_for_status="yellow", wait_for_no_initializing_shards=True, timeout="120s")
+    caps = probe(client)
     bootstrap(client, caps, fault["settings"], force=True)
     return client
 
 
+@pytest.mark.engine("elasticsearch", reason=FAULT_NODE)
 def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_once(fault_node):
     client = _ready(fault_node)
     index = f"hybrid-es-chunks-kill-{os.getpid()}"
@@ -77,7 +97,7 @@ def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_o
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
-            if client.indices.exists(index=index) and client.count(index=index)["count"] > 0:
+            if client.index_exists(index) and client.count(index) > 0:
                 break
         except Exception:
             pass
@@ -94,19 +114,21 @@ def test_a_node_killed_mid_ingest_then_restarted_ends_with_every_chunk_exactly_o
     ing.corpus_state = CorpusState(client, state_index)
     again = ing.ingest(docs, owner("t"), now=NOW)
     assert not again.failed
-    client.indices.refresh(index=index)
-    assert client.count(index=index)["count"] == expected
+    client.refresh(index)
+    assert client.count(index) == expected
     agg = client.search(
-        index=index,
-        size=0,
-        aggs={
-            "docs": {"cardinality": {"field": "doc_id"}},
-            "chunks": {"cardinality": {"field": "chunk_id"}},
+        index,
+        {
+            "size": 0,
+            "aggs": {
+                "docs": {"cardinality": {"field": "doc_id"}},
+                "chunks": {"cardinality": {"field": "chunk_id"}},
+            },
         },
     )
     assert agg["aggregations"]["docs"]["value"] == len(docs)
     assert agg["aggregations"]["chunks"]["value"] == expected
-    client.indices.delete(index=f"{index},{state_index}", ignore_unavailable=True)
+    client.delete_index(f"{index},{state_index}")
 
 
 def ing_records(ing: Ingestor, doc: Document) -> list[dict[str, object]]:
@@ -117,6 +139,7 @@ def ing_records(ing: Ingestor, doc: Document) -> list[dict[str, object]]:
     )
 
 
+@pytest.mark.engine("elasticsearch", reason=FAULT_NODE)
 def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
     client = _ready(fault_node)
     index = f"hybrid-es-chunks-429-{os.getpid()}"
@@ -145,31 +168,75 @@ def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
         t.start()
     for t in threads:
         t.join(timeout=300)
-    client.indices.refresh(index=index)
-    assert client.count(index=index)["count"] == 800
+    client.refresh(index)
+    assert client.count(index) == 800
     assert len(reports) == 4  # no thread raised: every 429 was retried
     assert _rejected(client) > before, "the tiny write queue should have rejected some bulks"
-    client.indices.delete(index=f"{index},{state_index}", ignore_unavailable=True)
+    client.delete_index(f"{index},{state_index}")
 
 
-def _rejected(client) -> int:  # type: ignore[no-untyped-def]
-    stats = client.nodes.stats(metric="thread_pool")
+def _rejected(client: Engine) -> int:
+    stats = client.request("GET", "/_nodes/stats/thread_pool")
     return sum(n["thread_pool"]["write"]["rejected"] for n in stats["nodes"].values())
 
 
-def test_cluster_down_during_search_is_a_clear_error_not_a_partial_answer(settings):
-    down = make_client(
-        settings.model_copy(update={"url": "http://127.0.0.1:9"}), max_retries=0, request_timeout=2
-    )
-    s = HybridSearcher(
-        down, HashEmbedder(), index="hybrid-es-chunks", native_rrf=False, url="http://127.0.0.1:9"
-    )
-    with pytest.raises(
-        EngineUnavailableError, match=r"cannot reach Elasticsearch at http://127\.0\.0\.1:9"
-    ):
+def _engine_at(es: Engine, settings: Settings, url: str, **update: object) -> Engine:
+    """An engine of the flavour under test with the environment's settings at another ``url``,
+    built without a request (``connect`` would fail before the search)."""
+    s = settings.model_copy(update={"url": url, **update})
+    if es.flavor == "opensearch":
+        return OpenSearchEngine(_opensearch_client(s), url=s.redacted_url())
+    return as_engine(make_client(s), url=s.redacted_url())
+
+
+def test_cluster_down_during_search_is_a_clear_error_not_a_partial_answer(es, settings):
+    url = f"{urlsplit(settings.url).scheme}://127.0.0.1:9"
+    down = _engine_at(es, settings, url, max_retries=0, request_timeout=2)
+    s = HybridSearcher(down, HashEmbedder(), index="hybrid-es-chunks", native_rrf=False)
+    with pytest.raises(EngineUnavailableError, match=rf"cannot reach {es.name} at {url}"):
         s.search("rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
 
 
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections and never answers: what a stalled node looks like to a
+    client."""
+    held: list[socket.socket] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield server.getsockname()[1]
+    stop.set()
+    t.join(timeout=5)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def test_a_search_against_a_server_that_never_answers_times_out(es, settings, silent_server):
+    # The engine's own client and its timeout translation, on either engine: what the stalled
+    # fault node below checks on Elasticsearch.
+    # Plain HTTP: the silent server completes no TLS handshake (a stalled node already had).
+    url = f"http://127.0.0.1:{silent_server}"
+    impatient = _engine_at(es, settings, url, max_retries=0, request_timeout=1.0, ca_certs=None)
+    s = HybridSearcher(impatient, HashEmbedder(), index="hybrid-es-chunks", native_rrf=False)
+    started = time.monotonic()
+    with pytest.raises(SearchTimeoutError, match="timed out"):
+        s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.engine("elasticsearch", reason=FAULT_NODE)
 def test_a_search_timeout_is_reported_as_such(fault_node):
     # A stalled node (SIGSTOP: alive, holding its connections, answering nothing) makes the
     # search run past the client's timeout, every time; a 1 ms timeout against a fast node was
@@ -181,7 +248,7 @@ def test_a_search_timeout_is_reported_as_such(fault_node):
         client, HashEmbedder(), index=index, corpus_state=CorpusState(client, state_index)
     )
     ing.ingest(_docs(5), owner("t"), now=NOW)
-    impatient = make_client(fault_node["settings"], max_retries=0, request_timeout=1.0)
+    impatient = connect(fault_node["settings"], max_retries=0, request_timeout=1.0)
     s = HybridSearcher(
         impatient, HashEmbedder(), index=index, native_rrf=False, corpus_state_index=state_index
     )
@@ -193,4 +260,4 @@ def test_a_search_timeout_is_reported_as_such(fault_node):
             s.search("April rate", Principal(tenant="t", user_id="u"), RequestScope(), now=NOW)
     finally:
         os.kill(pid, signal.SIGCONT)
-    client.indices.delete(index=f"{index},{state_index}", ignore_unavailable=True)
+    client.delete_index(f"{index},{state_index}")

@@ -81,4 +81,4 @@ def test_train_writes_a_loadable_reproducible_model(es, bootstrapped, tmp_path, 
         )  # fmt: skip
         assert r.returncode != 0 and "--force" in r.stderr
     finally:
-        es.indices.delete(index=index, ignore_unavailable=True)
+        es.delete_index(index)

@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from hybrid_es.cluster.capabilities import native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import (
     BadQueryError,
@@ -229,7 +230,8 @@ def test_native_fusion_is_refused_where_the_cluster_cannot_run_it(
     with pytest.raises(CapabilityMissingError):
         _searcher(es, embedder, fresh_indices, fusion="native").search(QUERY, AGENT, STAY, now=NOW)
     auto = _searcher(es, embedder, fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
-    assert auto.fusion_path == "client-rrf" and "no native rrf" in auto.fusion_reason
+    assert auto.fusion_path == "client-rrf"
+    assert "cannot run rrf natively" in auto.fusion_reason and "client-side" in auto.fusion_reason
 
 
 def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
@@ -246,28 +248,37 @@ def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
         assert (x.sparse_rank, x.dense_rank) == (y.sparse_rank, y.dense_rank)
 
 
+@pytest.mark.engine(
+    "elasticsearch",
+    reason="the file-realm reader users (reader-demo-A/B) exist on the scripts/es.sh node "
+    "only; OpenSearch's native document-level security is tested in "
+    "tests/security/test_opensearch_dls.py",
+)
 def test_document_level_security_holds_without_the_client_filter(
     es, settings, fresh_indices, embedder
 ):
     """reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
     filter at all: document-level security alone keeps demo-A's records out."""
-    from hybrid_es.cluster.client import make_client
+    from hybrid_es.cluster.engine import connect
+    from hybrid_es.errors import HybridEsError
 
     _ingest(es, embedder, fresh_indices, travel_documents())
-    reader = make_client(settings.model_copy(update={"username": "reader-demo-B"}))
     try:
-        raw = reader.search(index=fresh_indices["chunks"], query={"match_all": {}}, size=100)
-    except Exception as exc:  # the file-realm users are provisioned by scripts/es.sh
+        reader = connect(settings.model_copy(update={"username": "reader-demo-B"}))
+        raw = reader.search(fresh_indices["chunks"], {"query": {"match_all": {}}, "size": 100})
+    except HybridEsError as exc:  # the file-realm users are provisioned by scripts/es.sh
         pytest.fail(f"reader-demo-B cannot search ({exc}); start the node with scripts/es.sh")
     tenants = {h["_source"]["tenant"] for h in raw["hits"]["hits"]}
     assert tenants == {"demo-B"}
     knn = reader.search(
-        index=fresh_indices["chunks"],
-        knn={
-            "field": "embedding",
-            "query_vector": embedder.embed_queries([QUERY])[0].tolist(),
-            "k": 20,
-            "num_candidates": 50,
+        fresh_indices["chunks"],
+        {
+            "knn": {
+                "field": "embedding",
+                "query_vector": embedder.embed_queries([QUERY])[0].tolist(),
+                "k": 20,
+                "num_candidates": 50,
+            }
         },
     )
     assert {h["_source"]["tenant"] for h in knn["hits"]["hits"]} == {"demo-B"}
@@ -308,9 +319,9 @@ def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indice
     from hybrid_es.retrieval.embedder import E5Embedder
 
     _ingest(es, embedder, fresh_indices, travel_documents("D4-generic-brochure"))
-    es.indices.put_mapping(
-        index=fresh_indices["chunks"],
-        meta={"embedding_model": embedder.model_id, "embedding_dims": 384},
+    es.put_mapping(
+        fresh_indices["chunks"],
+        {"_meta": {"embedding_model": embedder.model_id, "embedding_dims": 384}},
     )
     with pytest.raises(ModelError, match="built with"):
         _searcher(es, E5Embedder(), fresh_indices).search(QUERY, AGENT, STAY, now=NOW)
@@ -333,12 +344,15 @@ def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indice
     [
         ("bm25", "rrf", "bm25-only"),
         ("dense", "rrf", "dense-only"),
-        ("hybrid", "linear", "client-linear"),
+        ("hybrid", "linear", "auto-linear"),
     ],
 )
 def test_evaluation_pipelines_keep_the_filter_and_report_their_path(
     es, embedder, fresh_indices, pipeline, method, path
 ):
+    if path == "auto-linear":  # fusion="auto" runs min-max linear natively where the engine can
+        native = native_fusion_works(es, "linear")[0]
+        path = "native-linear" if native else "client-linear"
     _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
     s = _searcher(es, embedder, fresh_indices, pipeline=pipeline, fusion_method=method)
     resp = s.search(QUERY, AGENT, STAY, now=NOW)

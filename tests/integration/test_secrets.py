@@ -3,8 +3,10 @@
 Each case drives a real failure (wrong password, wrong API key, credentials inside the URL of an
 unreachable or a reachable cluster) through the library and through the CLI with ``--debug`` off,
 captures everything a person or a log shipper could see (the exception's text, hint and repr, the
-whole chained traceback, every log record down to DEBUG from elasticsearch, elastic_transport and
-urllib3, the trace document of the failure, the trace writer's counters), and looks for the secret.
+whole chained traceback, every log record down to DEBUG from elasticsearch, elastic_transport,
+opensearch-py and urllib3, the trace document of the failure, the trace writer's counters), and
+looks for the secret. The live cluster is the engine under test (Elasticsearch or OpenSearch), with
+the environment's scheme, user and CA.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ import traceback
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.engine import (
+    Engine,
+    OpenSearchEngine,
+    _opensearch_client,
+    as_engine,
+    connect,
+)
 from hybrid_es.errors import (
     AuthenticationError,
     EngineUnavailableError,
@@ -41,25 +51,29 @@ SECRET = f"S3cret-{uuid.uuid4().hex[:12]}"
 """A fresh value per run, so nothing can match it by accident."""
 AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-LIVE = "127.0.0.1:9200"
+_ENV_URL = urlsplit(Settings().url)
+SCHEME = _ENV_URL.scheme
+LIVE = _ENV_URL.netloc.rpartition("@")[2]
+USER = Settings().username or "elastic"
 DEAD = "127.0.0.1:1"
 
 CASES = {
     "wrong password": {"password": SECRET},
     "wrong api key": {"api_key": SECRET, "username": None, "password": None},
     "password in the url of a live cluster": {
-        "url": f"http://elastic:{SECRET}@{LIVE}",
+        "url": f"{SCHEME}://{USER}:{SECRET}@{LIVE}",
         "username": None,
         "password": None,
     },
-    "password in the url of an unreachable cluster": {"url": f"http://elastic:{SECRET}@{DEAD}"},
+    "password in the url of an unreachable cluster": {"url": f"{SCHEME}://{USER}:{SECRET}@{DEAD}"},
 }
 
 
 @pytest.fixture
 def all_logs(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
     caplog.set_level(logging.DEBUG)
-    for name in ("elasticsearch", "elastic_transport", "urllib3", "hybrid_es"):
+    loggers = ("elasticsearch", "elastic_transport", "opensearch", "opensearchpy.trace", "urllib3")
+    for name in (*loggers, "hybrid_es"):
         caplog.set_level(logging.DEBUG, logger=name)
     yield caplog
 
@@ -71,18 +85,28 @@ def _everything(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
+def _unconnected(s: Settings, flavor: str) -> Engine:
+    """An engine of the flavour under test for ``s``, built without a request (``connect`` asks
+    the cluster first, and these credentials fail there)."""
+    if flavor == "opensearch":
+        return OpenSearchEngine(_opensearch_client(s), url=s.redacted_url())
+    return as_engine(make_client(s), url=s.redacted_url())
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_library_failures_never_show_the_secret(case, es, embedder, all_logs):
     s = Settings(**CASES[case], max_retries=1)
-    client = make_client(s)
-    searcher = HybridSearcher(client, embedder, url=s.redacted_url())
-    writer = TraceWriter(client, "hybrid-es-traces", flush_interval=0.05)
+    engine = _unconnected(s, es.flavor)
+    searcher = HybridSearcher(engine, embedder)
+    writer = TraceWriter(engine, "hybrid-es-traces", flush_interval=0.05)
     tracer = search_hook(writer, query_text=True)
     seen: list[str] = []
-    for attempt in (
-        lambda: probe(client, url=s.redacted_url()),
+    attempts = (
+        lambda: probe(connect(s)),  # what a user's first call does
+        lambda: probe(engine),
         lambda: searcher.search("KYO-H12 April rate", AGENT, now=NOW),
-    ):
+    )
+    for attempt in attempts:
         with pytest.raises((AuthenticationError, EngineUnavailableError)) as info:
             attempt()
         seen.append(_everything(info.value))
@@ -91,7 +115,7 @@ def test_library_failures_never_show_the_secret(case, es, embedder, all_logs):
         tracer.on_error(AGENT, "KYO-H12 April rate", info.value)  # written with the bad client
     stats = writer.close()
     # Refused by the cluster: counted, never traced; anything else cannot be written either.
-    assert stats.written == 0 and stats.dropped + sum(stats.refused.values()) == 2
+    assert stats.written == 0 and stats.dropped + sum(stats.refused.values()) == len(attempts)
     seen += [repr(stats), all_logs.text]
     seen += [r.getMessage() for r in all_logs.records]
     assert all_logs.records  # the capture worked: the transport logged its requests
@@ -99,8 +123,12 @@ def test_library_failures_never_show_the_secret(case, es, embedder, all_logs):
     assert not leaks, leaks[0][:2000]
 
 
+KEPT = ("HYBRID_ES_URL", "HYBRID_ES_USERNAME", "HYBRID_ES_CA_CERTS", "HYBRID_ES_VERIFY_CERTS")
+"""Which cluster, as whom, trusting which CA: the engine under test; no other setting."""
+
+
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_ES_")}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_ES_") or k in KEPT}
     base.update({"COLUMNS": "200", "HYBRID_ES_MAX_RETRIES": "0"})
     return subprocess.run(
         [sys.executable, "-c", "from hybrid_es.cli import main; main()", *args],
@@ -115,10 +143,10 @@ CLI_ENV = {
     "wrong password": {"HYBRID_ES_PASSWORD": SECRET},
     "wrong api key": {"HYBRID_ES_API_KEY": SECRET},
     "password in the url of an unreachable cluster": {
-        "HYBRID_ES_URL": f"http://elastic:{SECRET}@{DEAD}"
+        "HYBRID_ES_URL": f"{SCHEME}://{USER}:{SECRET}@{DEAD}"
     },
     "password in the url of a live cluster": {
-        "HYBRID_ES_URL": f"http://elastic:{SECRET}@{LIVE}",
+        "HYBRID_ES_URL": f"{SCHEME}://{USER}:{SECRET}@{LIVE}",
         "HYBRID_ES_USERNAME": "",
         "HYBRID_ES_PASSWORD": "",
     },

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from hybrid_es.cli.traces import app as traces_app
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, OpenSearchEngine, _opensearch_client, as_engine
 from hybrid_es.errors import (
     BadQueryError,
     EngineUnavailableError,
@@ -53,9 +55,9 @@ KIBANA = Path(__file__).resolve().parents[2] / "es_templates" / "kibana"
 def trace_index(es, bootstrapped, settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """An own traces index (the traces index template applies to it), deleted afterwards."""
     name = f"{settings.traces_index}-test-{uuid.uuid4().hex[:10]}"
-    es.indices.create(index=name)
+    es.create_index(name)
     yield name
-    es.indices.delete(index=name, ignore_unavailable=True)
+    es.delete_index(name)
 
 
 @pytest.fixture
@@ -77,9 +79,9 @@ def _searcher(es, embedder, names, **kw):  # type: ignore[no-untyped-def]
 
 
 def _docs(es, index: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    es.indices.refresh(index=index)
-    resp = es.search(index=index, size=100, sort=[{"@timestamp": "asc"}, {"trace_id": "asc"}])
-    return [h["_source"] for h in resp.body["hits"]["hits"]]
+    es.refresh(index)
+    resp = es.search(index, {"size": 100, "sort": [{"@timestamp": "asc"}, {"trace_id": "asc"}]})
+    return [h["_source"] for h in resp["hits"]["hits"]]
 
 
 def test_each_search_writes_one_trace_with_the_hits_provenance(es, embedder, corpus, trace_index):
@@ -171,16 +173,18 @@ def test_failed_searches_and_packet_operations_are_traced(es, trace_index):
     ]
     # The dashboard's reuse rate is the average of packet_reuse over validations.
     resp = es.search(
-        index=trace_index,
-        size=0,
-        query={"term": {"operation": "packet_validate"}},
-        aggs={"rate": {"avg": {"field": "packet_reuse"}}},
+        trace_index,
+        {
+            "size": 0,
+            "query": {"term": {"operation": "packet_validate"}},
+            "aggs": {"rate": {"avg": {"field": "packet_reuse"}}},
+        },
     )
-    assert resp.body["aggregations"]["rate"]["value"] == pytest.approx(0.5)
+    assert resp["aggregations"]["rate"]["value"] == pytest.approx(0.5)
 
 
 def test_a_refusing_cluster_fails_no_search_and_counts_the_drops(es, embedder, corpus, trace_index):
-    es.indices.put_settings(index=trace_index, settings={"index.blocks.write": True})
+    es.put_settings(trace_index, {"index.blocks.write": True})
     try:
         writer = TraceWriter(es, trace_index, flush_interval=0.05)
         searcher = _searcher(es, embedder, corpus, on_response=search_hook(writer))
@@ -188,13 +192,23 @@ def test_a_refusing_cluster_fails_no_search_and_counts_the_drops(es, embedder, c
             assert searcher.search(QUERY, AGENT, STAY, now=NOW).hits
         stats = writer.close()
     finally:
-        es.indices.put_settings(index=trace_index, settings={"index.blocks.write": False})
+        es.put_settings(trace_index, {"index.blocks.write": False})
     assert (stats.written, stats.dropped) == (0, 3)
     assert stats.errors >= 1 and "403" in (stats.last_error or "")
 
 
-def test_an_unreachable_trace_cluster_fails_no_search(es, embedder, corpus, trace_index):
-    dead = make_client(Settings(url="http://127.0.0.1:1", max_retries=0))
+def _unreachable(es: Engine, settings: Settings) -> Engine:
+    """An engine of the flavour under test, with the environment's settings, at a port nothing
+    listens on (built without a request: ``connect`` would fail)."""
+    url = f"{urlsplit(settings.url).scheme}://127.0.0.1:1"
+    s = settings.model_copy(update={"url": url, "max_retries": 0})
+    if es.flavor == "opensearch":
+        return OpenSearchEngine(_opensearch_client(s), url=s.redacted_url())
+    return as_engine(make_client(s), url=s.redacted_url())
+
+
+def test_an_unreachable_trace_cluster_fails_no_search(es, settings, embedder, corpus, trace_index):
+    dead = _unreachable(es, settings)
     writer = TraceWriter(dead, trace_index, flush_interval=0.05)
     searcher = _searcher(es, embedder, corpus, on_response=search_hook(writer))
     assert searcher.search(QUERY, AGENT, STAY, now=NOW).hits
@@ -227,7 +241,7 @@ def test_cli_tail_and_show_are_scoped_to_the_caller(es, embedder, corpus, trace_
     resp = searcher.search(QUERY, AGENT, STAY, now=NOW)
     search_hook(writer).on_error(OTHER, "rate", SearchTimeoutError("the search timed out"))
     writer.close()
-    es.indices.refresh(index=trace_index)
+    es.refresh(trace_index)
     a_user = ("--tenant", "demo-A", "--user", "agent-1")
     b_user = ("--tenant", "demo-B", "--user", "agent-9")
 
@@ -322,7 +336,7 @@ def test_every_dashboard_visualization_runs_on_real_traces(es, embedder, corpus,
         AGENT, packet_id="p", operation="packet_validate", verdict="reuse", reasons=[], latency_ms=1
     )
     writer.close()
-    es.indices.refresh(index=trace_index)
+    es.refresh(trace_index)
     ran = 0
     for line in (KIBANA / "hybrid-es-traces.ndjson").read_text(encoding="utf-8").splitlines():
         obj = json.loads(line)
@@ -330,7 +344,7 @@ def test_every_dashboard_visualization_runs_on_real_traces(es, embedder, corpus,
             continue
         state = json.loads(obj["attributes"]["visState"])
         source = json.loads(obj["attributes"]["kibanaSavedObjectMeta"]["searchSourceJSON"])
-        resp = es.search(index=trace_index, **_vis_request(state, source["query"]["query"]))
-        assert resp.body["hits"]["total"]["value"] >= 1, obj["id"]  # each panel has data
+        resp = es.search(trace_index, _vis_request(state, source["query"]["query"]))
+        assert resp["hits"]["total"]["value"] >= 1, obj["id"]  # each panel has data
         ran += 1
     assert ran >= 4

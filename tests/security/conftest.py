@@ -84,7 +84,7 @@ def world(request, es, bootstrapped) -> Iterator[World]:  # type: ignore[no-unty
     try:
         yield w
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 @pytest.fixture

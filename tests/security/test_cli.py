@@ -38,7 +38,7 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
 
     w = make_world(es, "index-per-tenant", embedder=embedder)
     traces = f"hybrid-es-traces-sec-cli-{uuid.uuid4().hex[:8]}"
-    es.indices.create(index=traces)
+    es.create_index(traces)
     ingest_as_owners(w.ingestor, travel_documents(), now=NOW)
     pid = w.service.build(CASE, "KYO-H12", QUERY, MANAGER, SCOPE).manifest.packet_id
     writer = TraceWriter(es, traces, flush_interval=0.05)
@@ -46,7 +46,7 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
     w.searcher.on_response = hook
     trace_of_a = w.searcher.search(QUERY, MANAGER, SCOPE)
     writer.close()
-    es.indices.refresh(index=traces)
+    es.refresh(traces)
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
         "HYBRID_ES_CHUNKS_INDEX": w.layout.chunks,
@@ -65,7 +65,7 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
         "traces": traces,
         "query_hash": trace_of_a.query_hash,
     }
-    es.indices.delete(index=f"{w.indices},{traces}", ignore_unavailable=True)
+    es.delete_index(f"{w.indices},{traces}")
 
 
 def _cli(ctx: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
@@ -153,10 +153,9 @@ def test_ingest_as_another_tenant_cannot_write_demo_as_records(cli_world, es, tm
     assert json.loads(out.stdout)["documents"] == 0
     assert w.state.read("demo-A") == before
     kept = es.get(
-        index=w.layout.chunks_for("demo-A"),
-        id=chunk_key("demo-A", "D1-current-contract::v3::c0000"),
+        w.layout.chunks_for("demo-A"), chunk_key("demo-A", "D1-current-contract::v3::c0000")
     )
-    assert "31,500" in kept["_source"]["raw_chunk_text"]
+    assert kept is not None and "31,500" in kept["_source"]["raw_chunk_text"]
 
 
 def test_traces_and_packet_stats_show_an_attacker_only_their_own(cli_world):

@@ -48,17 +48,19 @@ def test_a_concurrent_ingest_of_the_same_ids_never_lands_on_another_tenant(es, b
             assert not isinstance(rep, Exception), rep
             assert rep.ok and rep.chunks == n  # type: ignore[union-attr]
             index = w.layout.chunks_for(tenant)
-            es.indices.refresh(index=index)
+            es.refresh(index)
             mine = es.search(
-                index=index,
-                size=1000,
-                query={"term": {"tenant": tenant}},
-                source=["raw_chunk_text"],
+                index,
+                {
+                    "size": 1000,
+                    "query": {"term": {"tenant": tenant}},
+                    "_source": ["raw_chunk_text"],
+                },
             )["hits"]["hits"]
             assert len(mine) == n
             assert all(h["_source"]["raw_chunk_text"].startswith(f"{tenant} owns") for h in mine)
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 @pytest.mark.parametrize("mode", ["shared", "index-per-tenant"])
@@ -74,14 +76,16 @@ def test_each_tenant_owns_its_own_document_of_an_id_and_no_message_names_the_oth
         assert rep.watermarks == {"demo-A": 1}
         for tenant, text in (("demo-A", "A's Y."), ("demo-B", "B's Y.")):
             key = chunk_key(tenant, chunk_id("Y", 1, 0))
-            doc = es.get(index=w.layout.chunks_for(tenant), id=key)["_source"]
+            found = es.get(w.layout.chunks_for(tenant), key)
+            assert found is not None
+            doc = found["_source"]
             assert (doc["tenant"], doc["raw_chunk_text"]) == (tenant, text)
         # Deleting "Y" as demo-B deletes demo-B's document only.
         assert w.ingestor.delete_document(owner("demo-B"), "Y") == 1
-        a = es.get(index=w.layout.chunks_for("demo-A"), id=chunk_key("demo-A", "Y::v1::c0000"))
-        assert a["_source"].get("deleted") is not True
+        a = es.get(w.layout.chunks_for("demo-A"), chunk_key("demo-A", "Y::v1::c0000"))
+        assert a is not None and a["_source"].get("deleted") is not True
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 def test_the_library_ingest_refuses_documents_of_another_tenant_by_document(es, bootstrapped):
@@ -104,10 +108,10 @@ def test_the_library_ingest_refuses_documents_of_another_tenant_by_document(es, 
         assert refused["doc_id"] == "R" and "writes for tenant 'demo-B'" in refused["reason"]
         assert rep.chunks == 1 and rep.watermarks == {"demo-B": 1}
         assert w.state.read("demo-A") == before  # A's watermark did not move
-        kept = es.get(index=w.layout.chunks, id=chunk_key("demo-A", "R::v1::c0000"))
-        assert kept["_source"]["raw_chunk_text"] == "A's rate: 31,500."
+        kept = es.get(w.layout.chunks, chunk_key("demo-A", "R::v1::c0000"))
+        assert kept is not None and kept["_source"]["raw_chunk_text"] == "A's rate: 31,500."
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 def test_a_document_without_an_acl_fails_closed_unless_the_deployment_chooses_otherwise(
@@ -129,7 +133,7 @@ def test_a_document_without_an_acl_fails_closed_unless_the_deployment_chooses_ot
         assert open_ing.ingest([doc], owner("demo-A"), now=NOW).chunks == 1  # the ACL changed
         assert [h.doc_id for h in w.searcher.search("April rate", user, now=NOW).hits] == ["N"]
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 def test_ids_are_validated_by_their_encoded_length_and_a_failed_batch_moves_nothing(
@@ -144,7 +148,7 @@ def test_ids_are_validated_by_their_encoded_length_and_a_failed_batch_moves_noth
     try:
         rep = w.ingestor.ingest([Document(id=longest, tenant="demo-A", body="ok")], owner("demo-A"))
         assert rep.ok and rep.watermarks == {"demo-A": 1}
-        es.indices.put_settings(index=w.layout.chunks, settings={"index.blocks.write": True})
+        es.put_settings(w.layout.chunks, {"index.blocks.write": True})
         try:
             refused = w.ingestor.ingest(
                 [Document(id="Z", tenant="demo-A", body="never written")],
@@ -152,22 +156,20 @@ def test_ids_are_validated_by_their_encoded_length_and_a_failed_batch_moves_noth
                 raise_on_error=False,
             )
         finally:
-            es.indices.put_settings(index=w.layout.chunks, settings={"index.blocks.write": False})
+            es.put_settings(w.layout.chunks, {"index.blocks.write": False})
         assert refused.failed and refused.watermarks == {}
         assert w.state.read("demo-A").watermark == 1  # a batch that wrote nothing moved nothing
         assert w.state.read("demo-A").pending == ()
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)
 
 
 def test_delete_document_pages_past_ten_thousand_chunks(es, bootstrapped):
     # 13: delete_document stopped at 10,000 chunks without paging.
-    from elasticsearch import helpers
-
     w = make_world(es, "shared")
     try:
         w.state.bump("demo-A", "ingest")
-        es.indices.create(index=w.layout.chunks)
+        es.create_index(w.layout.chunks)
         actions = (
             {
                 "_index": w.layout.chunks,
@@ -176,9 +178,9 @@ def test_delete_document_pages_past_ten_thousand_chunks(es, bootstrapped):
             }
             for i in range(10_050)
         )
-        helpers.bulk(es, actions, chunk_size=2000, refresh=True)
+        es.bulk(actions, chunk_size=2000, refresh=True)
         assert w.ingestor.delete_document(owner("demo-A"), "BIG") == 10_050
-        es.indices.refresh(index=w.layout.chunks)
-        assert es.count(index=w.layout.chunks, query={"term": {"deleted": True}})["count"] == 10_050
+        es.refresh(w.layout.chunks)
+        assert es.count(w.layout.chunks, {"term": {"deleted": True}}) == 10_050
     finally:
-        es.indices.delete(index=w.indices, ignore_unavailable=True, allow_no_indices=True)
+        es.delete_index(w.indices)

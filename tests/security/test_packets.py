@@ -130,14 +130,14 @@ def test_the_owner_whose_grants_shrank_is_denied_for_themselves(world, packet):
 def test_a_failed_member_lookup_is_unverified_not_a_change(world, packet, es):
     # Packets 2: an mget error for a member made the verdict refresh_required.
     index = world.layout.chunks_for("demo-A")
-    es.indices.close(index=index)
+    es.close_index(index)
     try:
         v = world.service.validate(packet, MANAGER, scope=SCOPE, now=LATER)
         assert v.kind == "unverified" and "lookup" in v.reasons[0]
         expired = world.service.validate(packet, MANAGER, scope=SCOPE, now=NOW + timedelta(hours=1))
         assert expired.kind == "withhold"
     finally:
-        es.indices.open(index=index, wait_for_active_shards="1")
+        es.open_index(index)
     assert world.service.validate(packet, MANAGER, scope=SCOPE, now=LATER).kind == "reuse"
 
 

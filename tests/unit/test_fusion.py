@@ -168,19 +168,31 @@ def test_minmax_empty():
     assert minmax({}) == {}
 
 
+def test_minmax_floor_lifts_only_the_minimum():
+    assert minmax({"a": 2.0, "b": 4.0, "c": 3.0}, floor=0.001) == {"a": 0.001, "b": 1.0, "c": 0.5}
+    assert minmax({"a": 2.0, "b": 2.0}, floor=0.001) == {"a": 1.0, "b": 1.0}
+
+
 def test_linear_hand_computed_example():
     sparse = {"a": 10.0, "b": 5.0, "c": 0.0}
     dense = {"b": 0.9, "d": 0.5}
     fused = {f.doc_id: f for f in linear([sparse, dense], [0.4, 0.6])}
-    # sparse scales to a=1, b=0.5, c=0; dense to b=1, d=0; absent documents contribute 0.
+    # sparse scales to a=1, b=0.5, c=0.001 (a list's minimum is floored); dense to b=1,
+    # d=0.001; absent documents contribute 0 (OpenSearch's normalization-processor).
     assert fused["a"].score == pytest.approx(0.4 * 1.0 + 0.6 * 0.0)
     assert fused["b"].score == pytest.approx(0.4 * 0.5 + 0.6 * 1.0)
-    assert fused["c"].score == pytest.approx(0.4 * 0.0 + 0.6 * 0.0)
-    assert fused["d"].score == pytest.approx(0.4 * 0.0 + 0.6 * 0.0)
+    assert fused["c"].score == pytest.approx(0.4 * 0.001 + 0.6 * 0.0)
+    assert fused["d"].score == pytest.approx(0.4 * 0.0 + 0.6 * 0.001)
     assert fused["b"].ranks == (2, 1)
     assert fused["d"].ranks == (None, 2)
-    # c and d tie at 0: ordered by id.
-    assert [f.doc_id for f in linear([sparse, dense], [0.4, 0.6])] == ["b", "a", "c", "d"]
+    assert [f.doc_id for f in linear([sparse, dense], [0.4, 0.6])] == ["b", "a", "d", "c"]
+
+
+def test_linear_is_a_weighted_mean():
+    # Weights need not sum to 1: the result is divided by their sum.
+    halves = linear([{"a": 1.0, "b": 0.0}, {"b": 1.0}], [0.5, 0.5])
+    doubles = linear([{"a": 1.0, "b": 0.0}, {"b": 1.0}], [2.0, 2.0])
+    assert [(f.doc_id, f.score) for f in halves] == [(f.doc_id, f.score) for f in doubles]
 
 
 def test_linear_all_equal_list_maps_to_one():
@@ -201,15 +213,15 @@ def test_linear_rejects_bad_weights(weights):
 
 def test_linear_one_zero_weight_is_allowed():
     fused = linear([{"a": 1.0, "b": 0.0}, {"b": 1.0}], [1.0, 0.0])
-    assert [(f.doc_id, f.score) for f in fused] == [("a", 1.0 * 1.0), ("b", 1.0 * 0.0)]
+    assert [(f.doc_id, f.score) for f in fused] == [("a", 1.0 * 1.0), ("b", 1.0 * 0.001)]
 
 
 def test_hybrid_linear_weights_dense_by_alpha():
     sparse = {"a": 2.0, "b": 1.0}
     dense = {"a": 0.1, "b": 0.3}
     fused = {f.doc_id: f.score for f in hybrid_linear(sparse, dense, alpha=0.7)}
-    assert fused["a"] == pytest.approx(0.7 * 0.0 + (1 - 0.7) * 1.0)
-    assert fused["b"] == pytest.approx(0.7 * 1.0 + (1 - 0.7) * 0.0)
+    assert fused["a"] == pytest.approx(0.7 * 0.001 + (1 - 0.7) * 1.0)
+    assert fused["b"] == pytest.approx(0.7 * 1.0 + (1 - 0.7) * 0.001)
 
 
 def test_hybrid_linear_default_alpha_is_0_6():

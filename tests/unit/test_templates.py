@@ -11,13 +11,21 @@ import pytest
 from hybrid_es.cluster.templates import (
     ANALYSIS_TEMPLATE,
     HASH_KEY,
+    PIPELINES,
     TENANT_PLACEHOLDER,
     Template,
+    adapt_pipeline,
+    backend_role,
     diff,
     fingerprint,
+    load_pipelines,
     load_templates,
+    merge_patch,
+    pipeline_definition,
     render_role,
     templates_dir,
+    vector_dims,
+    vector_field_problem,
     with_fingerprint,
 )
 from hybrid_es.errors import ConfigurationError
@@ -266,3 +274,135 @@ def test_diff_is_empty_for_the_same_body_as_elasticsearch_returns_it():
         "_meta": {"managed_by": "hybrid-es", HASH_KEY: "abc"},
     }
     assert diff(installed, desired, "t") == ""
+
+
+# --- the OpenSearch variants (es_templates/opensearch/) ---------------------------------------
+
+
+def _os_chunks(profile="standard"):
+    (t,) = [
+        t
+        for t in load_templates(profile, flavor="opensearch")
+        if t.kind == "index" and t.name == "hybrid-es-chunks"
+    ]
+    return t
+
+
+def test_merge_patch_follows_rfc_7386():
+    target = {"a": "b", "c": {"d": "e", "f": "g"}, "keep": [1, 2]}
+    patch = {"a": "z", "c": {"f": None, "h": 1}, "new": {"x": None, "y": 2}}
+    assert merge_patch(target, patch) == {
+        "a": "z",
+        "c": {"d": "e", "h": 1},
+        "keep": [1, 2],
+        "new": {"y": 2},
+    }
+    assert target["c"] == {"d": "e", "f": "g"}  # the target is not modified
+
+
+def test_the_opensearch_chunk_template_swaps_only_the_vector_field():
+    es_t, os_t = _chunks_template(), _os_chunks()
+    es_props = es_t.body["template"]["mappings"]["properties"]
+    os_props = os_t.body["template"]["mappings"]["properties"]
+    assert set(es_props) == set(os_props)
+    assert {k for k in es_props if es_props[k] != os_props[k]} == {"embedding"}
+    assert os_props["embedding"] == {
+        "type": "knn_vector",
+        "dimension": 384,
+        "method": {
+            "name": "hnsw",
+            "engine": "lucene",
+            "space_type": "cosinesimil",
+            "parameters": {"m": 16, "ef_construction": 100},
+        },
+    }
+    assert os_t.body["template"]["settings"]["index"]["knn"] is True
+    assert vector_field_problem("opensearch", os_props["embedding"]) is None
+    assert vector_dims(os_props["embedding"]) == vector_dims(es_props["embedding"]) == 384
+
+
+def test_every_other_template_is_the_same_on_both_engines():
+    es_ts = {t.name: t.body for t in load_templates("full")}
+    os_ts = {t.name: t.body for t in load_templates("full", flavor="opensearch")}
+    assert set(es_ts) == set(os_ts)
+    assert [n for n in es_ts if es_ts[n] != os_ts[n]] == ["hybrid-es-chunks"]
+
+
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ({"type": "knn_vector", "dimension": 4}, "faiss (the default)"),
+        ({"type": "knn_vector", "dimension": 4, "method": {"engine": "faiss"}}, "'faiss'"),
+        ({"type": "knn_vector", "dimension": 4, "method": {"engine": "nmslib"}}, "'nmslib'"),
+        ({"type": "dense_vector", "dims": 4}, "not knn_vector"),
+    ],
+)
+def test_a_vector_field_other_than_lucene_knn_is_refused_on_opensearch(field, problem):
+    assert problem in (vector_field_problem("opensearch", field) or "")
+    assert vector_field_problem("elasticsearch", field) is None
+
+
+def test_the_opensearch_role_puts_the_tenant_into_the_dls_query():
+    name, role = render_role("demo-A", flavor="opensearch")
+    assert name == "hybrid-es-tenant-reader-demo-A"
+    (perm,) = role["index_permissions"]
+    assert json.loads(perm["dls"]) == {"term": {"tenant": "demo-A"}}
+    assert perm["allowed_actions"] == ["read"]
+    assert set(perm["index_patterns"]) == {
+        "hybrid-es-chunks*",
+        "hybrid-es-packets*",
+        "hybrid-es-corpus-state*",
+    }
+    assert TENANT_PLACEHOLDER not in json.dumps(role)
+    assert backend_role("demo-A") == "hybrid-es-tenant-demo-A"
+
+
+def test_the_two_role_templates_grant_the_same_indices_with_the_same_filter():
+    _, es_role = render_role("t1")
+    _, os_role = render_role("t1", flavor="opensearch")
+    es_grants = {
+        (n, json.dumps(i["query"], sort_keys=True)) for i in es_role["indices"] for n in i["names"]
+    }
+    os_grants = {
+        (n, json.dumps(json.loads(p["dls"]), sort_keys=True))
+        for p in os_role["index_permissions"]
+        for n in p["index_patterns"]
+    }
+    assert es_grants == os_grants
+
+
+def test_pipeline_definitions_come_from_the_installed_files():
+    (rrf_file,) = [p for p in load_pipelines() if p.name == PIPELINES["rrf"]]
+    (lin_file,) = [p for p in load_pipelines() if p.name == PIPELINES["linear"]]
+    # The searcher's inline pipeline, at the files' parameters, is the file's processors.
+    assert pipeline_definition("rrf", rank_constant=60, alpha=0.6) == {
+        "phase_results_processors": rrf_file.body["phase_results_processors"]
+    }
+    assert pipeline_definition("linear", rank_constant=60, alpha=0.6) == {
+        "phase_results_processors": lin_file.body["phase_results_processors"]
+    }
+    rrf = pipeline_definition("rrf", rank_constant=7, alpha=0.6)["phase_results_processors"]
+    assert rrf[0]["score-ranker-processor"]["combination"] == {
+        "technique": "rrf",
+        "parameters": {"rank_constant": 7},
+    }
+    lin = pipeline_definition("linear", rank_constant=60, alpha=0.3)["phase_results_processors"]
+    spec = lin[0]["normalization-processor"]
+    assert spec["normalization"] == {"technique": "min_max"}
+    assert spec["combination"]["parameters"]["weights"] == [0.7, 0.3]
+    with pytest.raises(ConfigurationError, match="unknown fusion method"):
+        pipeline_definition("borda", rank_constant=60, alpha=0.5)
+
+
+def test_the_rank_constant_moves_into_the_combination_for_opensearch_3():
+    v2 = pipeline_definition("rrf", rank_constant=7, alpha=0.5)
+    v3 = pipeline_definition("rrf", rank_constant=7, alpha=0.5, rank_constant_at="combination")
+    assert v3["phase_results_processors"][0]["score-ranker-processor"]["combination"] == {
+        "technique": "rrf",
+        "rank_constant": 7,
+    }
+    assert adapt_pipeline(v2, "combination") == v3
+    assert adapt_pipeline(v2, "parameters") == v2
+    # linear fusion's weights stay in the parameters on every version
+    lin = pipeline_definition("linear", rank_constant=7, alpha=0.5, rank_constant_at="combination")
+    assert adapt_pipeline(lin, "parameters") == lin

@@ -1,0 +1,245 @@
+"""Native fusion equals client fusion, on a real engine that runs it.
+
+OpenSearch fuses natively with a ``hybrid`` query and a search pipeline; Elasticsearch with the
+``rrf`` retriever. Where the cluster runs it, the native answer must equal client-side fusion over
+the same two legs: the same ids in the same order, scores within 1e-6, and the per-leg ranks of
+every hit taken from the legs. Ties are declared, not hidden: ids whose fused scores are equal
+form a group compared as a set (an engine orders a tie its own way: OpenSearch 2.19 by a hash map
+over Lucene doc ids), and a tie group cut by the window's end may keep different members.
+
+On a cluster without native fusion (Elasticsearch's integ-test node has no rank-rrf module) each
+test is skipped by name with the probe's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hybrid_es.cluster.capabilities import native_fusion_works
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.evaluation.collection import EVAL_PRINCIPAL, EVAL_TENANT
+from hybrid_es.ingest.beir import read_corpus
+from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.models import Principal, RequestScope, SearchResponse
+from hybrid_es.retrieval.searcher import HybridSearcher
+from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+
+pytestmark = pytest.mark.integration
+SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+TOLERANCE = 1e-6
+TRAVEL_CALLERS = [
+    (Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",)), q)
+    for q in (
+        "KYO-H12 April roll-in shower rate",
+        "accessibility note roll-in shower",
+        "current contract rate for the Kyoto hotel",
+        "booking itinerary JPN-2026-0417",
+        "cancellation policy",
+        "brochure",
+    )
+] + [
+    (Principal(tenant="demo-B", user_id="agent-1", groups=("travel-agents",)), q)
+    for q in ("contract rate", "KYO-H12 roll-in shower", "itinerary")
+]
+TRAVEL_SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
+
+
+def _require_native(engine: Any, method: str) -> None:
+    works, why = native_fusion_works(engine, method)
+    if not works:
+        pytest.skip(f"missing capability: native {method} fusion on this cluster ({why})")
+
+
+def assert_same_fusion(native: SearchResponse, client: SearchResponse) -> int:
+    """The two answers agree (see the module docstring); the number of tie groups met."""
+    a = [(h.chunk_id, h.fused_score, h.sparse_rank, h.dense_rank) for h in native.hits]
+    b = [(h.chunk_id, h.fused_score, h.sparse_rank, h.dense_rank) for h in client.hits]
+    assert len(a) == len(b), (len(a), len(b))
+    ties, i = 0, 0
+    while i < len(b):
+        j = i
+        while j + 1 < len(b) and abs(b[j + 1][1] - b[i][1]) <= TOLERANCE:
+            j += 1
+        group_a, group_b = a[i : j + 1], b[i : j + 1]
+        for x in group_a:
+            assert abs(x[1] - b[i][1]) <= TOLERANCE, (x, b[i])
+        if j > i:
+            ties += 1
+        if j + 1 < len(b):  # a whole tie group: the same members
+            assert {x[0] for x in group_a} == {y[0] for y in group_b}, (group_a, group_b)
+            legs_b = {y[0]: y[2:] for y in group_b}
+            for x in group_a:
+                assert x[2:] == legs_b[x[0]], f"per-leg ranks of {x[0]}: {x[2:]} vs {legs_b[x[0]]}"
+        i = j + 1
+    return ties
+
+
+def _state(index: str) -> str:
+    return index.replace("hybrid-es-chunks-", "hybrid-es-corpus-state-")
+
+
+def _pair(engine: Any, emb: Any, index: str, method: str, alpha: float = 0.6) -> tuple[Any, Any]:
+    kw: dict[str, Any] = {
+        "index": index,
+        "corpus_state_index": _state(index),
+        "fusion_method": method,
+        "alpha": alpha,
+    }
+    native = HybridSearcher(engine, emb, fusion="native", **kw)
+    client = HybridSearcher(engine, emb, fusion="client", **kw)
+    return native, client
+
+
+@pytest.fixture(scope="module")
+def travel_index(es, bootstrapped) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    index = f"hybrid-es-chunks-native-{uuid.uuid4().hex[:8]}"
+    state = _state(index)
+    ing = Ingestor(es, HashEmbedder(), index=index, corpus_state=CorpusState(es, state))
+    ingest_as_owners(ing, travel_documents(), now=NOW)
+    yield index
+    es.delete_index(f"{index},{state}")
+
+
+@pytest.fixture(scope="module")
+def scifact_index(es, bootstrapped) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    if not SCIFACT.is_dir():
+        pytest.skip(f"SciFact not found at {SCIFACT}")
+    _require_native(es, "rrf")  # before the two-minute ingest, not after it
+    index = f"hybrid-es-chunks-native-scifact-{uuid.uuid4().hex[:8]}"
+    state = _state(index)
+    ing = Ingestor(
+        es,
+        HashEmbedder(),
+        index=index,
+        corpus_state=CorpusState(es, state),
+        batch_size=256,
+        default_acl=("*",),
+    )
+    ing.ingest(list(read_corpus(SCIFACT, tenant=EVAL_TENANT)), EVAL_PRINCIPAL)
+    yield index
+    es.delete_index(f"{index},{state}")
+
+
+def _scifact_queries(n: int) -> list[str]:
+    test_ids = [
+        line.split("\t")[0]
+        for line in (SCIFACT / "qrels" / "test.tsv").read_text().splitlines()[1:]
+        if line.strip()
+    ]
+    wanted = list(dict.fromkeys(test_ids))[:n]
+    texts = {}
+    for line in (SCIFACT / "queries.jsonl").read_text().splitlines():
+        q = json.loads(line)
+        texts[str(q["_id"])] = q["text"]
+    return [texts[q] for q in wanted]
+
+
+@pytest.mark.parametrize("method", ["rrf", "linear"])
+def test_native_equals_client_fusion_on_the_travel_fixture(es, travel_index, method):
+    _require_native(es, method)
+    native, client = _pair(es, HashEmbedder(), travel_index, method)
+    for principal, query in TRAVEL_CALLERS:
+        a = native.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False, top_k=50)
+        b = client.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False, top_k=50)
+        assert a.fusion_path == f"native-{method}" and b.fusion_path == f"client-{method}"
+        assert a.hits, query
+        assert_same_fusion(a, b)
+
+
+@pytest.mark.parametrize(("method", "alpha"), [("rrf", 0.6), ("linear", 0.6), ("linear", 0.3)])
+def test_native_equals_client_fusion_on_100_scifact_queries(es, scifact_index, method, alpha):
+    _require_native(es, method)
+    native, client = _pair(es, HashEmbedder(), scifact_index, method, alpha)
+    queries = _scifact_queries(100)
+    assert len(queries) == 100
+    ties = 0
+    for q in queries:
+        a = native.search(q, EVAL_PRINCIPAL, now=NOW, rerank=False, top_k=50)
+        b = client.search(q, EVAL_PRINCIPAL, now=NOW, rerank=False, top_k=50)
+        assert len(a.hits) == 50, q
+        ties += assert_same_fusion(a, b)
+    print(f"{method} alpha={alpha}: 100 queries equal, {ties} tie groups declared")
+
+
+def test_auto_picks_native_fusion_and_says_so(es, travel_index):
+    _require_native(es, "rrf")
+    searcher = HybridSearcher(
+        es, HashEmbedder(), index=travel_index, corpus_state_index=_state(travel_index)
+    )  # fusion="auto"
+    principal, query = TRAVEL_CALLERS[0]
+    resp = searcher.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False)
+    assert resp.fusion_path == "native-rrf"
+    assert resp.fusion_reason == "auto: the cluster runs rrf natively"
+
+
+def test_per_leg_ranks_come_from_the_legs(es, travel_index):
+    _require_native(es, "rrf")
+    searcher = HybridSearcher(
+        es,
+        HashEmbedder(),
+        index=travel_index,
+        corpus_state_index=_state(travel_index),
+        fusion="native",
+    )
+    principal, query = TRAVEL_CALLERS[0]
+    resp = searcher.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False, top_k=50)
+    for h in resp.hits:
+        sparse = (
+            resp.legs["sparse"].index(h.chunk_id) + 1 if h.chunk_id in resp.legs["sparse"] else None
+        )
+        dense = (
+            resp.legs["dense"].index(h.chunk_id) + 1 if h.chunk_id in resp.legs["dense"] else None
+        )
+        assert (h.sparse_rank, h.dense_rank) == (sparse, dense), h.chunk_id
+        expected = sum(1.0 / (60 + r) for r in (sparse, dense) if r is not None)
+        assert abs(h.fused_score - expected) <= TOLERANCE
+
+
+@pytest.mark.engine(
+    "opensearch",
+    reason="per-shard fusion is OpenSearch's (2.19 to 3.4); Elasticsearch fuses the global legs",
+)
+def test_a_multi_shard_index_is_fused_over_the_global_legs(es, bootstrapped):
+    """OpenSearch before 3.5 fuses within each shard, which is not RRF over the two legs: on a
+    two-shard index ``auto`` fuses client-side (and says why), ``native`` keeps the cluster's
+    answer and says it is per shard."""
+    from hybrid_es.cluster.capabilities import fuses_per_shard
+
+    _require_native(es, "rrf")
+    index = f"hybrid-es-chunks-native-shards-{uuid.uuid4().hex[:8]}"
+    es.create_index(index, {"settings": {"index": {"number_of_shards": 2}}})
+    try:
+        ing = Ingestor(es, HashEmbedder(), index=index, corpus_state=CorpusState(es, _state(index)))
+        ingest_as_owners(ing, travel_documents(), now=NOW)
+        principal, query = TRAVEL_CALLERS[0]
+        kw: dict[str, Any] = {"index": index, "corpus_state_index": _state(index)}
+        auto = HybridSearcher(es, HashEmbedder(), **kw).search(
+            query, principal, TRAVEL_SCOPE, now=NOW, rerank=False
+        )
+        native = HybridSearcher(es, HashEmbedder(), fusion="native", **kw).search(
+            query, principal, TRAVEL_SCOPE, now=NOW, rerank=False
+        )
+        client = HybridSearcher(es, HashEmbedder(), fusion="client", **kw).search(
+            query, principal, TRAVEL_SCOPE, now=NOW, rerank=False
+        )
+        if fuses_per_shard(es):
+            assert auto.fusion_path == "client-rrf"
+            assert "2 shards" in auto.fusion_reason and "per shard" in auto.fusion_reason
+            assert native.fusion_path == "native-rrf" and "per shard" in native.fusion_reason
+            # auto's answer is the client fusion of the same legs, score for score
+            assert [(h.chunk_id, h.fused_score) for h in auto.hits] == [
+                (h.chunk_id, h.fused_score) for h in client.hits
+            ]
+        else:
+            assert auto.fusion_path == "native-rrf"
+            assert_same_fusion(native, client)
+    finally:
+        es.delete_index(f"{index},{_state(index)}")
