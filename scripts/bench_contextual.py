@@ -30,8 +30,8 @@ Run from the repository root with the project venv::
     python scripts/bench_contextual.py --scifact           # and part 2, about 10 more
     python scripts/bench_contextual.py --json > out.json
 
-Connection settings come from ``HYBRID_ES_*``. The indices are created fresh (and deleted at the
-end unless ``--keep``).
+Connection settings come from ``HYBRID_ES_*`` (Elasticsearch or OpenSearch: ``hybrid_es.connect``
+probes which). The indices are created fresh (and deleted at the end unless ``--keep``).
 """
 
 from __future__ import annotations
@@ -47,13 +47,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch
 from rich.console import Console
 from rich.table import Table
 
-from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.evaluation.bench import machine
+from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.evaluation.bench import engine_line, machine
 from hybrid_es.evaluation.cookbook import Codebase, load_codebase
 from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.identity import chunk_key
@@ -69,9 +68,10 @@ from hybrid_es.ingest.contextual import (
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, IngestReport, chunk_id
 from hybrid_es.models import EVERYONE, Principal, RequestScope
+from hybrid_es.retrieval.dialects import dialect_for
 from hybrid_es.retrieval.embedder import Embedder, Vectors, make_embedder
 from hybrid_es.retrieval.policy import policy_filter
-from hybrid_es.retrieval.queries import RetrievalParams, knn_retriever, search_body
+from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
@@ -116,12 +116,12 @@ class CountingContextualizer:
 # -- the codebase set --------------------------------------------------------------------------
 
 
-def _fresh(client: Elasticsearch, *names: str) -> None:
-    client.indices.delete(index=",".join(names), ignore_unavailable=True)
+def _fresh(client: Engine, *names: str) -> None:
+    client.delete_index(",".join(names))
 
 
 def ingest_codebase(
-    client: Elasticsearch,
+    client: Engine,
     embedder: Embedder,
     cb: Codebase,
     index: str,
@@ -134,7 +134,7 @@ def ingest_codebase(
         client,
         emb,
         index=index,
-        corpus_state=CorpusState(client, state),
+        corpus_state=CorpusState(client, state, url=client.url),
         contextualizer=ctx,
         chunker=lambda doc: cb.chunks[doc.id],
         default_acl=(EVERYONE,),
@@ -146,15 +146,14 @@ def pass_at(ranked: list[str], golden: set[str], k: int) -> float:
     return len(golden & set(ranked[:k])) / len(golden)
 
 
-def dense_run(
-    client: Elasticsearch, index: str, vectors: Vectors, now: datetime
-) -> list[list[str]]:
+def dense_run(client: Engine, index: str, vectors: Vectors, now: datetime) -> list[list[str]]:
     params = RetrievalParams()
     policy = policy_filter(PRINCIPAL, RequestScope(), now)
+    dialect = dialect_for(client.flavor)
     out = []
     for v in vectors:
-        body = search_body(knn_retriever(v, policy, params), max(KS))
-        resp = client.search(index=index, **body)
+        body = {**dialect.dense_body(v, policy, params), "size": max(KS)}
+        resp = client.search(index, body, what="dense search")
         out.append([h["_source"]["chunk_id"] for h in resp["hits"]["hits"]])
     return out
 
@@ -181,7 +180,7 @@ def cookbook_anchors(path: Path) -> dict[str, tuple[float, float, float]]:
 
 
 def codebase_part(
-    args: argparse.Namespace, client: Elasticsearch, embedder: Embedder, console: Console
+    args: argparse.Namespace, client: Engine, embedder: Embedder, console: Console
 ) -> dict[str, Any]:
     cb = load_codebase(args.dataset, tenant=TENANT)
     if args.queries:
@@ -214,9 +213,11 @@ def codebase_part(
         "header_calls": ctx.documents,
     }
     sample = client.search(
-        index=ctx_index,
-        size=1,
-        query={"ids": {"values": [chunk_key(PRINCIPAL.tenant, chunk_id("doc_1", 1, 2))]}},
+        ctx_index,
+        {
+            "size": 1,
+            "query": {"ids": {"values": [chunk_key(PRINCIPAL.tenant, chunk_id("doc_1", 1, 2))]}},
+        },
     )
     header_example = (
         sample["hits"]["hits"][0]["_source"]["context_header"] if sample["hits"]["hits"] else ""
@@ -231,7 +232,7 @@ def codebase_part(
     runs: dict[str, list[list[str]]] = {}
     runs["dense only"] = dense_run(client, plain, vectors, now)
     runs["contextual dense"] = dense_run(client, ctx_index, vectors, now)
-    url = Settings().redacted_url()
+    url = client.url
     for name, index in (("hybrid, no context", plain), ("contextual hybrid", ctx_index)):
         searcher = HybridSearcher(client, embedder, index=index, corpus_state_index=state, url=url)
         runs[name] = hybrid_run(searcher, texts, rerank=False)
@@ -278,7 +279,7 @@ def codebase_part(
 
 
 def scifact_part(
-    args: argparse.Namespace, client: Elasticsearch, embedder: Embedder, console: Console
+    args: argparse.Namespace, client: Engine, embedder: Embedder, console: Console
 ) -> dict[str, Any]:
     root = args.scifact_dataset
     docs = list(read_corpus(root, tenant="bench-scifact"))
@@ -304,7 +305,7 @@ def scifact_part(
             client,
             emb,
             index=index,
-            corpus_state=CorpusState(client, state),
+            corpus_state=CorpusState(client, state, url=client.url),
             contextualizer=ctx,
             default_acl=(EVERYONE,),
         )
@@ -319,7 +320,7 @@ def scifact_part(
             "embed_seconds": round(emb.seconds, 1),
             "header_calls": ctx.documents,
             "docs_per_second": round(rep.documents / rep.seconds, 1),
-            "chunks_in_index": int(client.count(index=index)["count"]),
+            "chunks_in_index": client.count(index),
         }
     if not args.keep:
         _fresh(client, index, state)
@@ -333,7 +334,7 @@ def print_report(console: Console, out: dict[str, Any]) -> None:
     m = out["machine"]
     console.print(
         f"[bold]command:[/bold] {out['command']}\n[bold]machine:[/bold] nproc={m['nproc']}, "
-        f"{m['platform']}, python {m['python']}, Elasticsearch {m['es_version']}; "
+        f"{m['platform']}, python {m['python']}, {engine_line(m)}; "
         f"embedder {out['embedder']}",
         highlight=False,
         soft_wrap=True,
@@ -427,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console.width = max(console.width, 140)
-    client = make_client(Settings())
+    client = connect(Settings())
     embedder = make_embedder(args.embedder)
     out: dict[str, Any] = {
         "command": "python "

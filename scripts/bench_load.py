@@ -67,7 +67,7 @@ def main() -> int:
         f"hybrid-es-packets-load-{tag}",
     )
     emb = bench_embedder(args.embedder)
-    state = CorpusState(client, state_index)
+    state = CorpusState(client, state_index, url=client.url)
     layout = IndexLayout(chunks=index, packets=packets, corpus_state=state_index, mode=s.tenancy)
     # Synthetic records with no ACL of their own: every user of the tenant may read them.
     ing = Ingestor(client, emb, layout=layout, corpus_state=state, default_acl=(EVERYONE,))
@@ -149,7 +149,7 @@ def main() -> int:
     for th in threads:
         th.join()
     wall = time.perf_counter() - started
-    client.indices.delete(index=f"{index}*,{state_index},{packets}", ignore_unavailable=True)
+    client.delete_index(",".join([*client.indices(f"{index}*"), state_index, packets]))
 
     rows = {
         op: {
@@ -184,14 +184,14 @@ def main() -> int:
 
         c = Console()
         c.print(
-            f"command: {result['command']}  (nproc {result['nproc']}, "
+            f"command: {result['command']}  (nproc {result['machine']['nproc']}, "
             f"{result['embedder']}, {result['fusion_path']})"
         )
-        t = Table(title=f"{args.clients} clients for {wall:.1f} s")
+        table = Table(title=f"{args.clients} clients for {wall:.1f} s")
         for col in ("operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms"):
-            t.add_column(col, justify="right" if col != "operation" else "left")
+            table.add_column(col, justify="right" if col != "operation" else "left")
         for op, row in rows.items():
-            t.add_row(
+            table.add_row(
                 op,
                 str(row["count"]),
                 str(row["per_s"]),
@@ -199,7 +199,7 @@ def main() -> int:
                 str(row["p95_ms"]),
                 str(row["p99_ms"]),
             )
-        c.print(t)
+        c.print(table)
         c.print(
             f"total {result['total_ops_per_s']} ops/s; errors {len(errors)}; "
             f"cross-tenant hits {len(leaks)}"

@@ -6,7 +6,7 @@
 2. Warms the embedder, then runs each query of the split through ``HybridSearcher.search`` as
    ``Principal(tenant="bench", user_id="bench")`` with the default ``RequestScope``.
 3. Prints per-stage latency (p50 / p95 / mean / max over the queries) from
-   ``SearchResponse.timings_ms``, next to the Elasticsearch ``took`` of the msearch round trip,
+   ``SearchResponse.timings_ms``, next to the engine's own ``took`` of the msearch round trip,
    and nDCG / Recall computed with ``ranx`` as a sanity check of quality.
 
 Run from the repository root with the project venv::
@@ -15,12 +15,14 @@ Run from the repository root with the project venv::
     python scripts/bench_search.py                 # all test queries, rich tables
     python scripts/bench_search.py --queries 50 --json
 
-Connection settings come from ``HYBRID_ES_*`` (see ``hybrid_es.settings.Settings``).
+Connection settings come from ``HYBRID_ES_*`` (see ``hybrid_es.settings.Settings``); the
+cluster may be Elasticsearch or OpenSearch (``hybrid_es.connect`` probes which).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import shlex
@@ -30,7 +32,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
-from elasticsearch import Elasticsearch
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -42,9 +43,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.evaluation.bench import machine, summary
+from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.evaluation.bench import engine_line, machine, summary
 from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_qrels, read_queries
 from hybrid_es.ingest.indexer import Ingestor
@@ -64,14 +65,15 @@ STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
 
 
 class TimedCorpusState(CorpusState):
-    """Adds up the seconds spent moving the tenant watermark (one bump per ingest batch)."""
+    """Adds up the seconds spent moving the tenant watermark (one move per ingest run that
+    wrote something: ``finish``; or a direct ``bump``)."""
 
-    def __init__(self, client: Elasticsearch, index: str) -> None:
-        super().__init__(client, index)
+    def __init__(self, client: Engine, index: str) -> None:
+        super().__init__(client, index, url=client.url)
         self.seconds = 0.0
         self.bumps = 0
 
-    def bump(self, tenant: str, change: str) -> int:  # type: ignore[override]
+    def bump(self, tenant: str, change: str) -> int:
         t = time.perf_counter()
         try:
             return super().bump(tenant, change)
@@ -79,29 +81,38 @@ class TimedCorpusState(CorpusState):
             self.seconds += time.perf_counter() - t
             self.bumps += 1
 
+    def finish(self, tenant: str, run_id: str, change: str | None) -> int:
+        t = time.perf_counter()
+        try:
+            return super().finish(tenant, run_id, change)
+        finally:
+            self.seconds += time.perf_counter() - t
+            self.bumps += change is not None
+
 
 class TookRecorder:
-    """A client stand-in for the searcher: delegates everything, records msearch ``took``.
+    """An engine for the searcher (``.engine``: a copy of the given one) that records the
+    ``took`` of each ``_msearch`` it sends.
 
-    ``took`` is the time Elasticsearch itself reports; the searcher's ``retrieval`` stage is the
+    ``took`` is the time the engine itself reports; the searcher's ``retrieval`` stage is the
     whole round trip (serialising the query vector, HTTP, parsing the hits with their _source).
     """
 
-    def __init__(self, client: Elasticsearch) -> None:
-        self._client = client
+    def __init__(self, engine: Engine) -> None:
         self.last: dict[str, Any] | None = None
+        self.engine = copy.copy(engine)
+        send = engine.request
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+        def request(method: str, path: str, **kwargs: Any) -> Any:
+            body = send(method, path, **kwargs)
+            if path == "/_msearch" and isinstance(body, dict):
+                self.last = {
+                    "took": body.get("took"),
+                    "items": [item.get("took") for item in body.get("responses", [])],
+                }
+            return body
 
-    def msearch(self, **kwargs: Any) -> Any:
-        resp = self._client.msearch(**kwargs)
-        body = resp.body
-        self.last = {
-            "took": body.get("took"),
-            "items": [item.get("took") for item in body.get("responses", [])],
-        }
-        return resp
+        self.engine.request = request  # type: ignore[method-assign]
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -181,7 +192,7 @@ def _evaluate(
 
 
 def ingest(
-    args: argparse.Namespace, client: Elasticsearch, embedder: Embedder, console: Console
+    args: argparse.Namespace, client: Engine, embedder: Embedder, console: Console
 ) -> dict[str, Any]:
     corpus_report = CorpusReport()
     docs = list(read_corpus(args.dataset, tenant=TENANT, acl_groups=("*",), report=corpus_report))
@@ -201,7 +212,7 @@ def ingest(
         task = bar.add_task("docs", total=len(docs), index=args.index)
         report = ingestor.ingest(docs, PRINCIPAL, progress=lambda n: bar.advance(task, n))
     seconds = time.perf_counter() - t0
-    count = int(client.count(index=args.index).body["count"])
+    count = client.count(args.index)
     return {
         "seconds": round(seconds, 2),
         "documents": report.documents,
@@ -221,7 +232,7 @@ def ingest(
 
 def search(
     args: argparse.Namespace,
-    client: Elasticsearch,
+    client: Engine,
     embedder: Embedder,
     queries: list[tuple[str, str]],
     console: Console,
@@ -229,12 +240,12 @@ def search(
     recorder = TookRecorder(client)
     reranker = CrossEncoderReranker(args.rerank_model) if args.rerank_model else None
     searcher = HybridSearcher(
-        cast(Elasticsearch, recorder),
+        recorder.engine,
         embedder,
         index=args.index,
         reranker=reranker,
         fusion=args.fusion,
-        url=Settings().redacted_url(),
+        url=client.url,
     )
     rerank_depth = min(args.rerank_depth, searcher.params.window)
     scope = RequestScope()
@@ -245,7 +256,7 @@ def search(
     embedder.embed_queries(["warm-up"])
     if reranker is not None:
         reranker.score("warm-up", ["warm-up"])
-    searcher.check_model()
+    searcher.check_model(PRINCIPAL)
     searcher.native_rrf_available()
     searcher.search("warm up query", PRINCIPAL, scope, top_k=args.eval_depth, rerank_depth=1)
     warmup_ms = (time.perf_counter() - t) * 1000.0
@@ -353,7 +364,7 @@ def _print_report(console: Console, out: dict[str, Any]) -> None:
         f"[bold]command:[/bold] {out['command']}\n"
         f"[bold]machine:[/bold] nproc={m['nproc']}, {m['platform']}, python {m['python']}, "
         f"torch threads {m['torch_threads']}, "
-        f"Elasticsearch {m['es_version']} ({m['es_license']} licence); "
+        f"{engine_line(m)}; "
         f"load average {m['load_average_at_start'][0]:.2f} at start, "
         f"{m['load_average_at_end'][0]:.2f} at end\n"
         f"[bold]dataset:[/bold] {out['dataset']} split={out['split']}, "
@@ -441,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.dataset / "corpus.jsonl").is_file():
         raise SystemExit(f"no BEIR collection at {args.dataset} (corpus.jsonl missing)")
     settings = Settings()
-    client = make_client(settings)
+    client = connect(settings)
     ran_on = machine(client)
     embedder = make_embedder(args.embedder)
     import torch  # loaded by the models anyway; the thread count shapes every model timing
