@@ -15,6 +15,11 @@ exactly the same candidates.
   the same file): ``_msearch`` refuses ``search_pipeline`` in its URL and headers, the request's
   own rank constant and weights apply, and a pipeline edited in the cluster cannot change what a
   search fuses with.
+
+The OpenSearch bodies are dicts: ``elasticsearch.dsl`` has no class for the ``hybrid`` query, and
+its ``Knn`` is Elasticsearch's kNN query (``field`` and ``query_vector`` keys), not OpenSearch's
+(keyed by the field, with ``vector`` and ``method_parameters``). Only the sparse query's scoring
+clauses come from the DSL, as on Elasticsearch (``queries``): they read the same on both engines.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Each rule yields both an Elasticsearch clause (so restricted records are never s
 Python check over a returned ``_source`` (so every hit carries a readable authorization decision,
 and a hit that somehow fails a rule is caught). Both come from the same rule, so they cannot
 drift apart. Pure: ``now`` is passed in.
+
+The clauses are plain dicts, not ``elasticsearch.dsl`` queries: each reads as the JSON it sends,
+beside its check, and the DSL's ``Bool`` would write ``minimum_should_match`` before ``should``,
+so the filter in every request (and the golden bodies that pin it) would change order.
 """
 
 from __future__ import annotations

@@ -3,6 +3,22 @@
 Pure: they take values and return ``dict`` bodies. Nothing here sends a request. The same leaf
 retrievers are used by the native ``rrf`` body and by the client-side ``_msearch`` legs, so the
 two fusion paths score exactly the same candidates.
+
+The sparse leg's scoring clauses (``multi_match``, ``match``, ``terms``) are built with
+``elasticsearch.dsl``, elasticsearch-py's query builder; the same clauses serve OpenSearch. The
+rest stays plain dicts, where the DSL would change the body sent or cost more than it says:
+
+- the ``bool`` that holds the policy: ``Bool`` writes its keys in its own order (``filter``
+  first) and re-parses a dict clause into query objects, which re-orders the policy's own
+  ``bool`` clauses too. The policy goes into every leaf as the very dict ``policy.py`` built.
+- the ``knn`` retriever: the DSL's ``Knn`` is the kNN *query*; it writes ``num_candidates``
+  before ``k`` and always makes ``filter`` a list. ``Search.knn`` is the top-level kNN section,
+  not a retriever.
+- the ``rrf`` retriever: the DSL has no retriever classes.
+- the search around a retriever: ``Search().extra(retriever=...)`` gives the same body, but
+  ``to_dict`` copies all of it node by node (see ``search_body``).
+
+The golden bodies under tests/golden/ pin all of this byte for byte.
 """
 
 from __future__ import annotations
@@ -11,6 +27,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from elasticsearch.dsl.query import Match, MultiMatch, Query, Terms
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.retrieval.analysis import client_terms
@@ -92,18 +110,31 @@ def sparse_query(
     """BM25 over the search payload and title, plus exact identifier matches on keyword fields,
     with the policy in ``bool.filter``: the query of the sparse leg on both engines.
     ``with_client_terms`` adds the clause over the client-side analysed terms."""
-    should: list[dict[str, Any]] = [
-        {"multi_match": {"query": query, "fields": list(TEXT_FIELDS), "type": "best_fields"}}
-    ]
+    should: list[Query] = [MultiMatch(query=query, fields=list(TEXT_FIELDS), type="best_fields")]
     terms = client_terms(query) if with_client_terms else ""
     if terms:
         # Stemmed English and CJK bigrams analysed client-side (see analysis.py): measured on
         # SciFact, Cranfield and XQuAD-zh, the sum of both clauses beats either alone.
-        should.append({"match": {CLIENT_TERMS_FIELD: {"query": terms}}})
+        should.append(Match(CLIENT_TERMS_FIELD, {"query": terms}))
     ids = extract_identifiers(query)
     if ids:
-        should.extend({"terms": {f: ids, "boost": ID_BOOST}} for f in ID_FIELDS)
-    return {"bool": {"should": should, "minimum_should_match": 1, "filter": [policy]}}
+        should.extend(_id_terms(f, ids) for f in ID_FIELDS)
+    # A dict, not the DSL's Bool: the policy goes in as built (see the module docstring).
+    return {
+        "bool": {
+            "should": [clause.to_dict() for clause in should],
+            "minimum_should_match": 1,
+            "filter": [policy],
+        }
+    }
+
+
+def _id_terms(field: str, ids: list[str]) -> Terms:
+    """An exact, boosted match of the query's identifiers on one keyword field. The boost is set
+    after the field: ``Terms(field, ids, boost=...)`` would write it first."""
+    clause = Terms(field, ids)
+    clause.boost = ID_BOOST
+    return clause
 
 
 def standard_retriever(
@@ -116,7 +147,8 @@ def standard_retriever(
 def knn_retriever(
     vector: Sequence[float], policy: dict[str, Any], params: RetrievalParams
 ) -> dict[str, Any]:
-    """Approximate kNN over the chunk vectors; the policy filter is applied during the search."""
+    """Approximate kNN over the chunk vectors; the policy filter is applied during the search.
+    A dict: the DSL's ``Knn`` query would re-order the keys and make ``filter`` a list."""
     return {
         "knn": {
             "field": params.vector_field,
@@ -129,7 +161,7 @@ def knn_retriever(
 
 
 def rrf_retriever(leaves: Sequence[dict[str, Any]], params: RetrievalParams) -> dict[str, Any]:
-    """The native ``rrf`` retriever over the given leaves."""
+    """The native ``rrf`` retriever over the given leaves (a dict: the DSL has no retrievers)."""
     return {
         "rrf": {
             "retrievers": list(leaves),
@@ -140,6 +172,11 @@ def rrf_retriever(leaves: Sequence[dict[str, Any]], params: RetrievalParams) -> 
 
 
 def search_body(retriever: dict[str, Any], size: int) -> dict[str, Any]:
+    """A search over ``retriever`` for ``size`` hits, without the embedding in ``_source``.
+
+    A dict, not ``Search().extra(retriever=...).to_dict()``, which gives the same body but
+    copies all of it node by node (the 384 floats of the vector and the policy included):
+    measured, the three bodies of a search took 0.5 ms of CPU that way against 0.09 ms."""
     return {
         "retriever": retriever,
         "size": size,

@@ -1,0 +1,59 @@
+"""The golden request bodies (tests/golden/) sent as they are to the real Elasticsearch.
+
+tests/unit/test_queries.py pins them byte for byte against the builders; this catches what the
+cluster would reject, and shows that what they return is what the golden policy admits.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.retrieval.policy import authorize
+from tests.conftest import ingest_as_owners, travel_documents
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.engine(
+        "elasticsearch",
+        reason="the golden bodies are Elasticsearch retriever bodies; the OpenSearch ones are "
+        "sent in test_native_fusion.py",
+    ),
+]
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+# The golden question's principal, scope and moment (tests/unit/test_queries.py).
+PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("name", ["rrf_kyo_h12.json", "client_legs_kyo_h12.json"])
+def test_the_cluster_runs_each_golden_body_and_returns_only_admitted_hits(
+    es, caps, embedder, fresh_indices, name
+):
+    if name.startswith("rrf") and not caps.native_rrf:
+        pytest.skip("missing capability: native rrf retriever (rank-rrf module or licence)")
+    ing = Ingestor(
+        es,
+        embedder,
+        index=fresh_indices["chunks"],
+        corpus_state=CorpusState(es, fresh_indices["corpus_state"]),
+    )
+    ingest_as_owners(ing, travel_documents(), now=NOW)
+    data = json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+    for body in data if isinstance(data, list) else [data]:
+        hits = es.search(fresh_indices["chunks"], body)["hits"]["hits"]
+        docs = {h["_source"]["doc_id"] for h in hits}
+        # The current contract passes the policy; the stale one and the other tenant's do not.
+        assert "D1-current-contract" in docs
+        assert not docs & {"D0-stale-contract", "D5-other-tenant"}
+        for h in hits:
+            assert "embedding" not in h["_source"]
+            assert authorize(PRINCIPAL, SCOPE, NOW, h["_source"]).allowed, h["_id"]
