@@ -14,18 +14,36 @@ import typer
 from rich.text import Text
 
 from hybrid_es.cli.common import err_console
+from hybrid_es.cli.exits import ExitCode, exit_code_for, help_text
 from hybrid_es.errors import HybridEsError
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Permission-safe hybrid retrieval for Elasticsearch.",
+    epilog=help_text(),
 )
 _state: dict[str, bool] = {"debug": False}
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # the installed distribution's, as __version__
+
+        typer.echo(f"hybrid-es {version('hybrid-es')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root(debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False) -> None:
+def _root(
+    debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     _state["debug"] = debug
 
 
@@ -48,37 +66,43 @@ _register()
 
 
 def main() -> None:
-    """Entry point: friendly errors unless --debug."""
+    """Entry point: one clear message and a distinct exit status per kind of error (the table is
+    ``exits.ERROR_CODES``; ``--help`` lists the codes), tracebacks only with --debug."""
     try:
         rc = app(standalone_mode=False)  # returns, rather than raises, a typer.Exit code
         if isinstance(rc, int) and rc:
             sys.exit(rc)
-    except HybridEsError as exc:
-        if _state["debug"]:
-            raise
-        err_console.print(Text.assemble(("error: ", "red"), exc.message), highlight=False)
-        if exc.hint:
-            err_console.print(Text(f"hint: {exc.hint}", style="dim"), highlight=False)
-        sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except typer.TyperException as exc:  # usage errors: typer's own (vendored) click exceptions
         show = getattr(exc, "show", None)
         if callable(show):
             show()
         else:
             err_console.print(Text(f"error: {exc.format_message()}"), highlight=False)
-        sys.exit(exc.exit_code)
-    except Exception as exc:  # the unexpected
+        # Click's usage status is 2; ours is Elasticsearch's (64).
+        sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
+    except Exception as exc:
         if _state["debug"]:
             raise
+        _report(exc)
+
+
+def _report(exc: BaseException) -> None:
+    """Print ``exc`` as ``error:`` and ``hint:`` lines and exit with its status."""
+    code = exit_code_for(exc)
+    if isinstance(exc, HybridEsError):
+        err_console.print(Text.assemble(("error: ", "red"), exc.message), highlight=False)
+        if exc.hint:
+            err_console.print(Text(f"hint: {exc.hint}", style="dim"), highlight=False)
+    else:  # the unexpected: a bug
         err_console.print(
             Text.assemble(("error: ", "red"), f"{type(exc).__name__}: {exc}"), highlight=False
         )
         err_console.print(Text("hint: rerun with --debug for the traceback", style="dim"))
-        sys.exit(1)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

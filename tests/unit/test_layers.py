@@ -4,6 +4,8 @@ The layers, top to bottom (each may import its own layer and any layer below it)
 
     api         hybrid_es/__init__.py: the public names, re-exported
     cli         the command line
+    adapters    LangChain, Haystack and LlamaIndex retrievers over the searcher (each module
+                imports its own framework only; nothing below imports an adapter)
     evaluation  metrics, pipeline runs, training, what the benchmarks share
     packets     evidence packets
     traces      trace documents, writer, hooks, reader
@@ -25,6 +27,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hybrid_es"
 LAYERS = [
     "api",
     "cli",
+    "adapters",
     "evaluation",
     "packets",
     "traces",

@@ -1,0 +1,106 @@
+"""What every adapter shares, without importing any framework: the principal check and the
+provenance metadata that each framework's document carries.
+
+An adapter's only way to search is :func:`search`: the caller's principal (checked here) and a
+:class:`RequestScope` go to :meth:`HybridSearcher.search`, which builds the policy filter into every
+leg. Nothing in the query text is read for who is asking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hybrid_es.errors import PolicyViolationError
+from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
+from hybrid_es.retrieval.searcher import HybridSearcher
+
+PROVENANCE_KEYS = (
+    "chunk_id",
+    "doc_id",
+    "tenant",
+    "index",
+    "source_version",
+    "sparse_rank",
+    "dense_rank",
+    "sparse_score",
+    "dense_score",
+    "fused_score",
+    "rerank_score",
+    "score",
+    "final_rank",
+    "fusion_path",
+    "authorization_allowed",
+    "authorization",
+    "policy_version",
+    "query_hash",
+)
+"""The metadata keys every adapter's document carries (plus ``title`` and, where the record has
+them, ``source_type``, ``valid_from`` and ``valid_to``)."""
+
+DESCRIPTIVE_KEYS = ("source_type", "valid_from", "valid_to")
+
+
+def require_principal(principal: object, where: str) -> Principal:
+    """``principal`` if it is a :class:`Principal`; otherwise PolicyViolationError saying how to
+    pass one. ``where`` names the call in the message (``invoke(query, principal=...)``)."""
+    if isinstance(principal, Principal):
+        return principal
+    got = "none was given" if principal is None else f"got {type(principal).__name__}"
+    raise PolicyViolationError(
+        f"no principal: {where} needs the caller's hybrid_es.Principal ({got})",
+        hint="pass the Principal built from your authenticated context on every call; the "
+        "retriever never searches without one and never reads one from the query",
+    )
+
+
+def search(
+    searcher: HybridSearcher,
+    query: str,
+    principal: object,
+    scope: RequestScope | None,
+    *,
+    top_k: int,
+    rerank: bool,
+    where: str,
+) -> tuple[Principal, SearchResponse]:
+    """One :meth:`HybridSearcher.search` for a checked principal (``scope`` None: the question
+    is about now). Returns the principal and the response; raises what the searcher raises."""
+    caller = require_principal(principal, where)
+    response = searcher.search(query, caller, scope or RequestScope(), top_k=top_k, rerank=rerank)
+    return caller, response
+
+
+def metadata(hit: Hit, response: SearchResponse, principal: Principal) -> dict[str, Any]:
+    """The provenance of one hit as JSON-ready metadata: ids, tenant, source version, each leg's
+    rank and score, the fused and rerank scores, ``score`` (rerank score where the hit was
+    reranked, else the fused score), the authorization decision and the query's hash."""
+    meta: dict[str, Any] = {
+        "chunk_id": hit.chunk_id,
+        "doc_id": hit.doc_id,
+        "tenant": str(hit.source.get("tenant", principal.tenant)),
+        "index": hit.index,
+        "title": hit.title,
+        "source_version": hit.source_version,
+        "sparse_rank": hit.sparse_rank,
+        "dense_rank": hit.dense_rank,
+        "sparse_score": hit.sparse_score,
+        "dense_score": hit.dense_score,
+        "fused_score": hit.fused_score,
+        "rerank_score": hit.rerank_score,
+        "score": score(hit),
+        "final_rank": hit.final_rank,
+        "fusion_path": hit.fusion_path,
+        "authorization_allowed": hit.authorization.allowed,
+        "authorization": hit.authorization.summary(),
+        "policy_version": hit.authorization.policy_version,
+        "query_hash": response.query_hash,
+    }
+    for key in DESCRIPTIVE_KEYS:
+        if hit.source.get(key) is not None:
+            meta[key] = hit.source[key]
+    return meta
+
+
+def score(hit: Hit) -> float:
+    """The score a framework ranks by: the rerank score where there is one, else the fused."""
+    return hit.rerank_score if hit.rerank_score is not None else hit.fused_score
