@@ -13,7 +13,9 @@ Two modes (``HYBRID_ES_TENANCY``):
   score side channel is an accepted risk. See ``docs/tenancy.md`` for the trade-off.
 
 Packets, traces and the corpus state are not scored and are keyed by tenant, so they stay in one
-index each in both modes.
+index each in both modes. Traces are the exception in time, not in tenancy: they go to a data
+stream (``<traces>-stream``) where the cluster has data streams, else to one index per UTC day
+(``<traces>-YYYY.MM.DD``), and are read through ``<traces>-*`` (see ``hybrid_es.traces.storage``).
 
 Index names must be lowercase, while tenant ids may have capitals: the tenant part of an index
 name escapes ``_`` as ``__`` and a capital ``X`` as ``_x``, which keeps names readable and
@@ -22,7 +24,9 @@ distinct for distinct tenants (``demo-A`` -> ``demo-_a``, ``demo-a`` -> ``demo-a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Literal
 
 from hybrid_es.models import check_tenant
@@ -30,6 +34,9 @@ from hybrid_es.models import check_tenant
 TenancyMode = Literal["shared", "index-per-tenant"]
 TENANCY_MODES: tuple[TenancyMode, ...] = ("shared", "index-per-tenant")
 TENANT_INDEX_INFIX = "-t-"
+TRACES_STREAM_SUFFIX = "-stream"
+TRACES_DAY_FORMAT = "%Y.%m.%d"
+_DAY = re.compile(r"\d{4}\.\d{2}\.\d{2}")
 
 
 def index_part(tenant: str) -> str:
@@ -74,3 +81,26 @@ class IndexLayout:
     def chunks_pattern(self) -> str:
         """A pattern that matches every tenant's chunks index (operators, bootstrap checks)."""
         return self.chunks if self.mode == "shared" else f"{self.chunks}{TENANT_INDEX_INFIX}*"
+
+    def traces_stream(self) -> str:
+        """The traces data stream (where the cluster has data streams)."""
+        return f"{self.traces}{TRACES_STREAM_SUFFIX}"
+
+    def traces_on(self, day: date) -> str:
+        """The dated traces index of one UTC day (where the cluster has no data streams)."""
+        return f"{self.traces}-{day:{TRACES_DAY_FORMAT}}"
+
+    def traces_day(self, index: str) -> date | None:
+        """The day of a dated traces index of this layout, None for any other name."""
+        head = f"{self.traces}-"
+        if not index.startswith(head) or not _DAY.fullmatch(index[len(head) :]):
+            return None
+        try:
+            return datetime.strptime(index[len(head) :], TRACES_DAY_FORMAT).date()
+        except ValueError:  # 2026.02.30
+            return None
+
+    def traces_pattern(self) -> str:
+        """What trace reads search: the data stream and every dated index (not the plain
+        ``<traces>`` index of the earlier layout, whose fields are not ECS)."""
+        return f"{self.traces}-*"

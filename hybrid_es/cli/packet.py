@@ -269,10 +269,12 @@ def stats(
 ) -> None:
     """Reuse rate, verdicts and packet build/validate p50/p95, from the caller's traces."""
     from hybrid_es.traces.reader import TraceReader
+    from hybrid_es.traces.storage import TraceStorage
 
     s = settings()
     principal = make_principal(tenant, user, operator=operator)
-    reader = TraceReader(client(s), s.traces_index, url=s.redacted_url())
+    # Reads need no storage kind: the pattern covers the data stream and the dated indices.
+    reader = TraceReader(client(s), TraceStorage(s.traces_index), url=s.redacted_url())
     out = reader.packet_stats(principal, tenant=tenant)
     if as_json:
         emit_json(out)

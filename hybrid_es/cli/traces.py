@@ -1,7 +1,9 @@
-"""``hybrid-es traces tail|show``: the traces index as tables, for people without Kibana.
+"""``hybrid-es traces tail|show|prune``: traces as tables, for people without Kibana, and
+deleting old ones.
 
 A caller reads their own traces (``--tenant``, ``--user``); ``--operator`` reads every tenant's
-(or one tenant's with ``--tenant``). Reading is scoped in the library (``trace_reader``).
+(or one tenant's with ``--tenant``). Reading is scoped in the library (``traces.reader``).
+``prune`` is for operators only: it deletes every tenant's old traces (``traces.retention``).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from hybrid_es.cli.common import (
     make_principal,
     settings,
 )
-from hybrid_es.traces.documents import STAGES
+from hybrid_es.traces.documents import NS, STAGES, value_at
 from hybrid_es.traces.reader import ID_CHARS, TraceReader
+from hybrid_es.traces.storage import TraceStorage
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
-    help="Read query and packet traces (what Kibana's traces dashboard shows).",
+    help="Read query and packet traces (what Kibana's traces dashboard shows); prune old ones.",
 )
 
 OPERATOR_HOME = "hybrid-es-ops"
@@ -36,7 +39,11 @@ OPERATOR_HOME = "hybrid-es-ops"
 
 IndexOption = Annotated[
     str | None,
-    typer.Option("--index", help="Traces index or pattern (default: HYBRID_ES_TRACES_INDEX)."),
+    typer.Option(
+        "--index",
+        help="Traces index, data stream or pattern to read (default: HYBRID_ES_TRACES_INDEX-*: "
+        "the data stream and every dated index).",
+    ),
 ]
 TenantOption = Annotated[
     str | None, typer.Option(help="Caller's tenant (required unless --operator).")
@@ -49,7 +56,7 @@ OperatorOption = Annotated[
 
 def _reader(index: str | None) -> TraceReader:
     s = settings()
-    return TraceReader(client(s), index or s.traces_index, url=s.redacted_url())
+    return TraceReader(client(s), index or TraceStorage(s.traces_index), url=s.redacted_url())
 
 
 def _caller(tenant: str | None, user: str, operator: bool) -> Any:
@@ -98,27 +105,32 @@ def tail(
         console.print("no traces yet: searches write them once tracing is enabled", style="dim")
 
 
+def _v(d: dict[str, Any], path: str) -> Any:
+    return value_at(d, path)
+
+
 def _row(d: dict[str, Any]) -> list[str]:
-    total = (d.get("latency_ms") or {}).get("total")
+    total = _v(d, f"{NS}.latency_ms.total")
+    hits = _v(d, f"{NS}.hit_count")
     return [
         _time(d.get("@timestamp")),
-        str(d.get("trace_id", ""))[:ID_CHARS],
-        str(d.get("operation", "")),
-        f"{d.get('tenant', '')}/{d.get('principal_id', '')}",
-        str(d.get("packet_id") or d.get("query_hash") or "-"),
-        str(d.get("fusion_path") or "-"),
-        "-" if d.get("hit_count") is None else str(d["hit_count"]),
+        str(_v(d, "trace.id") or "")[:ID_CHARS],
+        str(_v(d, "event.action") or ""),
+        f"{_v(d, 'organization.id') or ''}/{_v(d, 'user.id') or ''}",
+        str(_v(d, f"{NS}.packet.id") or _v(d, f"{NS}.query_hash") or "-"),
+        str(_v(d, f"{NS}.fusion_path") or "-"),
+        "-" if hits is None else str(hits),
         "-" if total is None else f"{total:.1f}",
         _outcome(d),
     ]
 
 
 def _outcome(d: dict[str, Any]) -> str:
-    if d.get("error"):
-        kind = d.get("error_type")
+    if _v(d, "error.message"):
+        kind = _v(d, "error.type")
         return f"error: {kind}" if kind else "error"
-    if d.get("packet_verdict"):
-        return str(d["packet_verdict"])
+    if _v(d, f"{NS}.packet.verdict"):
+        return str(_v(d, f"{NS}.packet.verdict"))
     return "ok"
 
 
@@ -145,38 +157,43 @@ def show(
     _print_trace(doc)
 
 
+SHOWN = (
+    "@timestamp",
+    "event.action",
+    "event.outcome",
+    "organization.id",
+    "user.id",
+    f"{NS}.scope_version",
+    f"{NS}.policy_version",
+    f"{NS}.query_hash",
+    f"{NS}.query_text",
+    f"{NS}.fusion_path",
+    f"{NS}.fusion_reason",
+    f"{NS}.reranked",
+    f"{NS}.hit_count",
+    f"{NS}.candidate_count",
+    f"{NS}.packet.id",
+    f"{NS}.packet.verdict",
+    f"{NS}.packet.reasons",
+    "error.type",
+    "error.message",
+    f"{NS}.request_digest",
+)
+"""The fields ``show`` lists, in order (ECS names; ``hybrid_es.*`` for our own)."""
+
+
 def _print_trace(doc: dict[str, Any]) -> None:
-    head = Table(title=f"trace {doc.get('trace_id', '')}", show_header=False)
+    head = Table(title=f"trace {_v(doc, 'trace.id') or ''}", show_header=False)
     head.add_column("field")
     head.add_column("value")
-    for key in (
-        "@timestamp",
-        "operation",
-        "tenant",
-        "principal_id",
-        "scope_version",
-        "policy_version",
-        "query_hash",
-        "query_text",
-        "fusion_path",
-        "fusion_reason",
-        "reranked",
-        "hit_count",
-        "candidate_count",
-        "packet_id",
-        "packet_verdict",
-        "packet_reasons",
-        "error_type",
-        "error",
-        "request_digest",
-    ):
-        if doc.get(key) not in (None, "", []):
-            value = doc[key]
+    for key in SHOWN:
+        value = _v(doc, key)
+        if value not in (None, "", []):
             text = "; ".join(map(str, value)) if isinstance(value, list) else str(value)
             head.add_row(Text(key), Text(text))
     console.print(head)
 
-    latency = doc.get("latency_ms") or {}
+    latency = _v(doc, f"{NS}.latency_ms") or {}
     if latency:
         lt = Table(title="latency (ms)")
         stages = [s for s in STAGES if s in latency]
@@ -185,7 +202,7 @@ def _print_trace(doc: dict[str, Any]) -> None:
         lt.add_row(*(f"{latency[s]:.1f}" for s in stages))
         console.print(lt)
 
-    candidates = doc.get("candidates") or []
+    candidates = _v(doc, f"{NS}.candidates") or []
     if candidates:
         ct = hits_table(f"{len(candidates)} hit(s)")
         for c in sorted(candidates, key=lambda c: c.get("final_rank", 0)):
@@ -209,3 +226,62 @@ def _print_trace(doc: dict[str, Any]) -> None:
 
 def _opt(value: Any, fmt: str = "{}") -> str:
     return "-" if value is None else fmt.format(value)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than", help="Delete traces older than this: whole days or hours (30d, 12h)."
+        ),
+    ],
+    operator: Annotated[
+        bool,
+        typer.Option(help="Required: pruning deletes every tenant's traces (operators only)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Delete old traces, whole indices at a time: dated indices whose day is over the age, and
+    (where the cluster does not age them out itself) old backing indices of the data stream."""
+    from datetime import UTC, datetime
+
+    from hybrid_es.errors import BadQueryError
+    from hybrid_es.traces.retention import parse_age, prune_traces
+    from hybrid_es.traces.storage import trace_storage
+
+    try:
+        age = parse_age(older_than)
+    except BadQueryError as exc:
+        raise bad("--older-than", exc.message) from None
+    if not operator:
+        raise bad("--operator", "pruning deletes every tenant's traces: operators only")
+    s = settings()
+    es = client(s)
+    report = prune_traces(
+        es,
+        trace_storage(es, s),
+        make_principal(OPERATOR_HOME, "cli", operator=True),
+        older_than=age,
+        now=datetime.now(UTC),
+        dry_run=dry_run,
+    )
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    verb = "would delete" if dry_run else "deleted"
+    console.print(
+        f"traces older than {report.cutoff} ({report.storage}): {verb} "
+        f"{len(report.deleted)} index(es), kept {len(report.kept)}",
+        markup=False,
+    )
+    for name in report.deleted:
+        console.print(f"  {verb}: {name}", markup=False)
+    if report.rolled_over:
+        roll = "would roll over" if dry_run else "rolled over"
+        console.print(f"  {roll} the data stream (its write index {report.rolled_over})")
+    for note in report.notes:
+        console.print(f"  note: {note}", style="dim", markup=False, highlight=False)

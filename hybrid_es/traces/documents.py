@@ -1,10 +1,21 @@
-"""Trace documents: what one search or packet operation did, as the traces index stores it. Pure.
+"""Trace documents: what one search or packet operation did, as the traces store keeps it. Pure.
 
 A trace says who asked (tenant, principal), a keyed hash of the query (``hybrid_es.hashing``; the
 raw text only when the operator opts in with ``HYBRID_ES_TRACE_QUERY_TEXT=true``), the fusion
 path, per-stage latencies, every returned hit with its provenance and authorization, the packet
 verdict, and the error if there was one. Documents follow
-``es_templates/component/hybrid-es-trace-mappings.json`` (``dynamic: strict``).
+``es_templates/component/hybrid-es-trace-mappings.json`` (``dynamic: strict``): Elastic Common
+Schema names where ECS has one, ``hybrid_es.*`` for the rest::
+
+    @timestamp          when                       ecs.version       ECS_VERSION
+    trace.id            32 hex characters          event.action      search, packet_build, ...
+    event.outcome       success or failure         event.duration    total latency, nanoseconds
+    organization.id     the caller's tenant        user.id           the caller's user id
+    error.message       scrubbed, clipped          error.type        the exception's class
+    hybrid_es.*         query_hash, fusion_path, latency_ms.<stage>, candidates, packet.*, ...
+
+The tenant is ``organization.id``: ECS's field for data "arranged or filtered by organization",
+which is what a tenant is here; trace reads filter on it (``reader.scope_filter``).
 
 **Only what the caller was allowed to see.** A search trace is built from the response's hits
 alone; a response never holds an out-of-scope record, and the builder adds nothing from
@@ -42,7 +53,8 @@ STAGES = (
     "packet_validate",
     "total",
 )
-"""The latency stages the traces mapping knows (``latency_ms.<stage>``); others are not stored."""
+"""The latency stages the traces mapping knows (``hybrid_es.latency_ms.<stage>``); others are
+not stored."""
 
 PACKET_VALIDATE = "packet_validate"
 REUSE = "reuse"
@@ -52,6 +64,11 @@ MAX_TEXT_CHARS = 2000
 MAX_ERROR_CHARS = 1000
 MAX_AUTH_CHARS = 512
 MAX_REASONS = 50
+
+ECS_VERSION = "8.11.0"
+"""The ECS version whose field names and types the trace documents follow."""
+NS = "hybrid_es"
+"""Our own fields' namespace (ECS's advice for custom fields: a name ECS will not take)."""
 
 _REDACTED = "[redacted]"
 _SECRET_PATTERNS = (
@@ -124,12 +141,29 @@ def _base(
 ) -> dict[str, Any]:
     return {
         "@timestamp": _timestamp(now),
-        "trace_id": trace_id or uuid.uuid4().hex,
-        "operation": operation,
-        "tenant": principal.tenant,
-        "principal_id": principal.user_id,
-        "scope_version": principal.scope_version,
+        "ecs": {"version": ECS_VERSION},
+        "trace": {"id": trace_id or uuid.uuid4().hex},
+        "event": {"action": operation},
+        "organization": {"id": principal.tenant},
+        "user": {"id": principal.user_id},
     }
+
+
+def _event(doc: dict[str, Any], latency: Mapping[str, float], failed: bool) -> None:
+    """``event.outcome`` and ``event.duration`` (ECS: nanoseconds) from the total latency."""
+    doc["event"]["outcome"] = "failure" if failed else "success"
+    if "total" in latency:
+        doc["event"]["duration"] = round(latency["total"] * 1_000_000)
+
+
+def _error(doc: dict[str, Any], error: BaseException | str) -> None:
+    message, kind = error_text(error)
+    doc["error"] = {"message": message} if kind is None else {"message": message, "type": kind}
+
+
+def _ours(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``hybrid_es.*`` without the fields that have no value."""
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _candidate(hit: Hit) -> dict[str, Any]:
@@ -174,26 +208,27 @@ def search_trace(
     """
     hits = [h for h in response.hits if _in_scope(principal, h)]
     doc = _base(principal, "search", now, trace_id)
-    doc.update(
+    latency = _latencies(response.timings_ms)
+    doc[NS] = _ours(
         {
+            "scope_version": principal.scope_version,
+            "policy_version": hits[0].authorization.policy_version if hits else None,
             "query_hash": response.query_hash,
+            "query_text": None if query_text is None else clip(query_text, MAX_TEXT_CHARS),
             "fusion_path": response.fusion_path,
             "fusion_reason": clip(response.fusion_reason, MAX_ERROR_CHARS),
             "reranked": response.reranked,
             "hit_count": len(hits),
             "candidate_count": response.candidates,
             "request_digest": response.request_digest or None,
-            "latency_ms": _latencies(response.timings_ms),
+            "latency_ms": latency,
             "candidates": [_candidate(h) for h in hits],
         }
     )
-    if hits:
-        doc["policy_version"] = hits[0].authorization.policy_version
-    if query_text is not None:
-        doc["query_text"] = clip(query_text, MAX_TEXT_CHARS)
+    _event(doc, latency, failed=error is not None)
     if error is not None:
-        doc["error"], _ = error_text(error)
-    return {k: v for k, v in doc.items() if v is not None}
+        doc["error"] = {"message": error_text(error)[0]}
+    return doc
 
 
 def search_error_trace(
@@ -209,22 +244,21 @@ def search_error_trace(
     """The trace document for a search that failed (no response, so no candidates). Pure.
 
     The error is stored as its type and its scrubbed, clipped message, so failing queries can be
-    grouped by ``query_hash`` in Kibana.
+    grouped by ``hybrid_es.query_hash`` in Kibana.
     """
     doc = _base(principal, "search", now, trace_id)
-    message, kind = error_text(error)
-    doc.update(
+    latency = _latencies(timings_ms or {})
+    doc[NS] = _ours(
         {
+            "scope_version": principal.scope_version,
             "query_hash": query_hash,
+            "query_text": None if query_text is None else clip(query_text, MAX_TEXT_CHARS),
             "hit_count": 0,
-            "latency_ms": _latencies(timings_ms or {}),
-            "error": message,
+            "latency_ms": latency,
         }
     )
-    if kind is not None:
-        doc["error_type"] = kind
-    if query_text is not None:
-        doc["query_text"] = clip(query_text, MAX_TEXT_CHARS)
+    _event(doc, latency, failed=True)
+    _error(doc, error)
     return doc
 
 
@@ -244,8 +278,8 @@ def packet_trace(
 
     ``latency_ms`` is either the operation's duration (stored as ``total`` and, when the operation
     names a stage, under that stage) or a mapping of stage to milliseconds. On ``packet_validate``
-    ``packet_reuse`` is 1 when the verdict is ``reuse`` and 0 otherwise, so the average is the
-    reuse rate. Raises ValueError for an empty packet id or operation. Pure.
+    ``hybrid_es.packet.reuse`` is 1 when the verdict is ``reuse`` and 0 otherwise, so the average
+    is the reuse rate. Raises ValueError for an empty packet id or operation. Pure.
     """
     if not packet_id or not operation:
         raise ValueError("a packet trace needs a packet_id and an operation")
@@ -256,18 +290,30 @@ def packet_trace(
         if operation in STAGES:
             timings[operation] = float(latency_ms)
     doc = _base(principal, operation, now, trace_id)
-    doc.update(
+    latency = _latencies(timings)
+    packet = _ours(
         {
-            "packet_id": packet_id,
-            "packet_verdict": verdict,
-            "packet_reasons": [clip(r, MAX_AUTH_CHARS) for r in reasons][:MAX_REASONS],
-            "latency_ms": _latencies(timings),
+            "id": packet_id,
+            "verdict": verdict,
+            "reasons": [clip(r, MAX_AUTH_CHARS) for r in reasons][:MAX_REASONS],
+            "reuse": (1 if verdict == REUSE else 0) if operation == PACKET_VALIDATE else None,
         }
     )
-    if operation == PACKET_VALIDATE:
-        doc["packet_reuse"] = 1 if verdict == REUSE else 0
+    doc[NS] = _ours(
+        {"scope_version": principal.scope_version, "packet": packet, "latency_ms": latency}
+    )
+    _event(doc, latency, failed=error is not None)
     if error is not None:
-        doc["error"], kind = error_text(error)
-        if kind is not None:
-            doc["error_type"] = kind
-    return {k: v for k, v in doc.items() if v is not None}
+        _error(doc, error)
+    return doc
+
+
+def value_at(doc: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of a stored trace (``"hybrid_es.packet.verdict"``), None
+    where there is none. Pure."""
+    node: Any = doc
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node

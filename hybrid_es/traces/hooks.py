@@ -3,7 +3,7 @@
 
 Wiring::
 
-    writer = TraceWriter(client, settings.traces_index)
+    writer = TraceWriter(client, trace_storage(client, settings))
     tracer = search_hook(writer, query_text=settings.trace_query_text, hash_key=key)
     searcher = HybridSearcher(client, embedder, on_response=tracer, on_error=tracer.on_error,
                               hash_key=key, ...)
@@ -54,7 +54,13 @@ class SearchTracer:
     ) -> None:
         def build() -> dict[str, Any]:
             text = clean_query(query) if self.query_text and query is not None else None
-            return search_trace(principal, response, now=self._clock(), query_text=text)
+            return search_trace(
+                principal,
+                response,
+                now=self._clock(),
+                query_text=text,
+                trace_id=response.trace_id or None,
+            )
 
         self._submit(build)
 
@@ -87,6 +93,7 @@ class SearchTracer:
                 now=self._clock(),
                 timings_ms=timings_ms,
                 query_text=query if self.query_text and isinstance(query, str) else None,
+                trace_id=getattr(error, "trace_id", None),
             )
         )
 

@@ -4,6 +4,9 @@ A trace records what one caller saw (the chunk ids of their hits, their packet v
 is readable by that caller only: a principal reads the traces of their own tenant and user id. A
 principal with the operator role (``models.OPERATOR_ROLE``) reads every tenant's traces, or one
 tenant's. A trace outside the caller's scope is indistinguishable from one that does not exist.
+
+The tenant is ``organization.id`` and the user ``user.id`` (ECS, see ``documents``); reads go to
+the storage's pattern (``<traces>-*``: the data stream and every dated index).
 """
 
 from __future__ import annotations
@@ -13,10 +16,16 @@ from typing import Any
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import BadQueryError, TraceNotFoundError
 from hybrid_es.models import Principal
+from hybrid_es.traces.documents import NS
+from hybrid_es.traces.storage import TraceStorage
 
 ID_CHARS = 12
 """Trace ids are shown (and may be given to ``show``) as their first 12 characters."""
 PACKET_OPERATIONS = ("packet_build", "packet_validate")
+TENANT = "organization.id"
+USER = "user.id"
+TRACE_ID = "trace.id"
+ACTION = "event.action"
 
 
 def scope_filter(principal: Principal, tenant: str | None = None) -> list[dict[str, Any]]:
@@ -26,21 +35,23 @@ def scope_filter(principal: Principal, tenant: str | None = None) -> list[dict[s
     their own view further (another tenant gives nothing).
     """
     if principal.is_operator:
-        return [] if tenant is None else [{"term": {"tenant": tenant}}]
+        return [] if tenant is None else [{"term": {TENANT: tenant}}]
     own = [
-        {"term": {"tenant": principal.tenant}},
-        {"term": {"principal_id": principal.user_id}},
+        {"term": {TENANT: principal.tenant}},
+        {"term": {USER: principal.user_id}},
     ]
-    return own if tenant in (None, principal.tenant) else [*own, {"term": {"tenant": tenant}}]
+    return own if tenant in (None, principal.tenant) else [*own, {"term": {TENANT: tenant}}]
 
 
 class TraceReader:
-    """Queries over the traces index for one caller at a time (``client``: an
-    :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps)."""
+    """Queries over the traces for one caller at a time (``client``: an
+    :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps; ``storage``: the deployment's
+    :class:`~hybrid_es.traces.storage.TraceStorage`, whose pattern is read, or an index, data
+    stream or pattern by name)."""
 
-    def __init__(self, client: Engine | Any, index: str, *, url: str = "") -> None:
+    def __init__(self, client: Engine | Any, storage: TraceStorage | str, *, url: str = "") -> None:
         self.client = as_engine(client, url=url)
-        self.index = index
+        self.index = storage.pattern if isinstance(storage, TraceStorage) else storage
         self.url = url
 
     def _search(self, body: dict[str, Any], **params: Any) -> dict[str, Any]:
@@ -64,14 +75,17 @@ class TraceReader:
             raise BadQueryError(f"n must be 1..1000, got {n}")
         filters = scope_filter(principal, tenant)
         if errors:
-            filters.append({"exists": {"field": "error"}})
+            filters.append({"exists": {"field": "error.message"}})
         body: dict[str, Any] = {
             "query": {"bool": {"filter": filters}},
-            "sort": [{"@timestamp": "desc"}, {"trace_id": "asc"}],
+            "sort": [
+                {"@timestamp": "desc"},
+                {TRACE_ID: {"order": "asc", "unmapped_type": "keyword"}},
+            ],
             "size": n,
         }
         if not candidates:
-            body["_source"] = {"excludes": ["candidates", "query_text"]}
+            body["_source"] = {"excludes": [f"{NS}.candidates", f"{NS}.query_text"]}
         docs = [h["_source"] for h in self._search(body)["hits"]["hits"]]
         docs.reverse()
         return docs
@@ -83,9 +97,7 @@ class TraceReader:
         wanted = trace_id.strip().lower()
         if not wanted:
             raise BadQueryError("give a trace id (see `hybrid-es traces tail`)")
-        match = (
-            {"prefix": {"trace_id": wanted}} if len(wanted) < 32 else {"term": {"trace_id": wanted}}
-        )
+        match = {"prefix": {TRACE_ID: wanted}} if len(wanted) < 32 else {"term": {TRACE_ID: wanted}}
         docs = [
             h["_source"]
             for h in self._search(
@@ -108,20 +120,16 @@ class TraceReader:
         """Reuse rate, verdict counts and packet build/validate p50/p95 over the caller's
         traces: ``{"reuse_rate", "verdicts", "latency_ms": {op: {count, p50, p95}}}``."""
         filters = [
-            {"terms": {"operation": list(PACKET_OPERATIONS)}},
+            {"terms": {ACTION: list(PACKET_OPERATIONS)}},
             *scope_filter(principal, tenant),
         ]
         aggs: dict[str, Any] = {
-            "reuse_rate": {"avg": {"field": "packet_reuse"}},
-            "verdicts": {"terms": {"field": "packet_verdict", "size": 10}},
+            "reuse_rate": {"avg": {"field": f"{NS}.packet.reuse"}},
+            "verdicts": {"terms": {"field": f"{NS}.packet.verdict", "size": 10}},
         }
         for op in PACKET_OPERATIONS:
-            aggs[op] = {
-                "filter": {"term": {"operation": op}},
-                "aggs": {
-                    "ms": {"percentiles": {"field": f"latency_ms.{op}", "percents": [50, 95]}}
-                },
-            }
+            ms = {"percentiles": {"field": f"{NS}.latency_ms.{op}", "percents": [50, 95]}}
+            aggs[op] = {"filter": {"term": {ACTION: op}}, "aggs": {"ms": ms}}
         found = self._search(
             {"size": 0, "query": {"bool": {"filter": filters}}, "aggs": aggs},
             ignore_unavailable=True,

@@ -1,4 +1,4 @@
-"""The background writer of the traces index: bounded, in bulk, never in the caller's way.
+"""The background writer of traces: bounded, in bulk, never in the caller's way.
 
 ``TraceWriter.submit`` puts a document on a bounded queue and returns; a daemon thread writes
 batches with the bulk helper. A full queue, a refused item or an unreachable cluster is counted
@@ -14,10 +14,12 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.traces.documents import MAX_ERROR_CHARS, clip, error_text, scrub
+from hybrid_es.traces.storage import TraceStorage
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +57,17 @@ class TraceWriter:
     :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps (``as_engine``). At most
     ``max_queue`` documents wait and ``batch`` more are in flight; call ``close()`` (or use the
     writer as a context manager) before the process exits, or what is still queued is lost.
+
+    ``storage`` is the deployment's :class:`~hybrid_es.traces.storage.TraceStorage` (the data
+    stream, or the dated index of each trace's day), or one index or data stream by name. Each
+    trace is created under its ``trace.id``, so a retried batch never duplicates one (in a data
+    stream: within its write index).
     """
 
     def __init__(
         self,
         client: Engine | Any,
-        index: str,
+        storage: TraceStorage | str,
         *,
         max_queue: int = 10_000,
         batch: int = 200,
@@ -71,7 +78,8 @@ class TraceWriter:
             raise ValueError(
                 "max_queue and batch must be >= 1, flush_interval and request_timeout > 0"
             )
-        self.index = index
+        self.storage = storage
+        self.index = storage.describe() if isinstance(storage, TraceStorage) else storage
         self._engine = as_engine(client).with_options(
             request_timeout=request_timeout, max_retries=0
         )
@@ -201,10 +209,18 @@ class TraceWriter:
         if not docs:
             return
         actions: list[dict[str, Any]] = []
+        today = datetime.now(UTC).date()
         for d in docs:
-            action: dict[str, Any] = {"_op_type": "create", "_index": self.index, "_source": d}
-            if d.get("trace_id"):
-                action["_id"] = d["trace_id"]  # create by id: a retried trace never duplicates
+            index = (
+                self.storage.target(d, today=today)
+                if isinstance(self.storage, TraceStorage)
+                else self.storage
+            )
+            # op_type create: the only one a data stream takes
+            action: dict[str, Any] = {"_op_type": "create", "_index": index, "_source": d}
+            trace = d.get("trace")
+            if isinstance(trace, dict) and trace.get("id"):
+                action["_id"] = trace["id"]  # create by id: a retried trace never duplicates
             actions.append(action)
         try:
             ok, failed = self._engine.bulk(

@@ -178,6 +178,6 @@ def test_the_traces_of_the_fuzz_run_stay_in_scope(fuzz_env, es):
     assert len(docs) == 9
     by_user = {p.user_id: p for p in ALLOWED}
     for d in docs:
-        principal = by_user[d["principal_id"]]
-        assert d["tenant"] == principal.tenant
-        assert {c["doc_id"] for c in d.get("candidates", [])} <= ALLOWED[principal]
+        principal = by_user[d["user"]["id"]]
+        assert d["organization"]["id"] == principal.tenant
+        assert {c["doc_id"] for c in d["hybrid_es"].get("candidates", [])} <= ALLOWED[principal]

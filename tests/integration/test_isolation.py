@@ -214,7 +214,7 @@ def test_nothing_outside_scope_reaches_any_stage(iso_world, docs, principals, qu
                 *(h.chunk_id for h in resp.hits),
             ]
             trace = search_trace(p, resp, now=NOW, query_text=query)
-            seen += [c["chunk_id"] for c in trace.get("candidates", [])]
+            seen += [c["chunk_id"] for c in trace["hybrid_es"].get("candidates", [])]
             leaked = {c.split("::")[0] for c in seen} - allowed_by[p]
             assert not leaked, f"{path}: {p} saw {leaked}"
             assert all(h.source["tenant"] == p.tenant for h in resp.hits)

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.integration
 
 
 def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
-    index = f"hybrid-es-traces-test-{uuid.uuid4().hex[:8]}"
+    base = f"hybrid-es-traces-test-{uuid.uuid4().hex[:8]}"
+    index = f"{base}-2026.04.01"  # the base's dated index of the traces' day
     p = Principal(tenant="demo-A", user_id="a")
     now = datetime(2026, 4, 1, tzinfo=UTC)
     docs = [
@@ -66,7 +67,7 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
             capture_output=True,
             text=True,
             timeout=120,
-            env={**os.environ, "HYBRID_ES_TRACES_INDEX": index},
+            env={**os.environ, "HYBRID_ES_TRACES_INDEX": base},
         )
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)  # type: ignore[no-any-return]
@@ -82,4 +83,4 @@ def test_packet_stats_reports_reuse_rate_and_percentiles(es, bootstrapped):
         ops = stats("--tenant", "demo-A", "--user", "ops", "--operator")
         assert ops["verdicts"] == {"reuse": 3, "refresh_required": 1, "deny": 1}
     finally:
-        es.delete_index(index)
+        es.delete_index(f"{base}-*")

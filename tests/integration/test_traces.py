@@ -1,5 +1,7 @@
-"""Traces against the real cluster: written in the background, in scope, readable by the CLI and
-aggregatable the way the Kibana dashboard aggregates them; a refusing cluster fails no search."""
+"""Traces against the real cluster: written in the background to the storage the cluster has (a
+data stream, or an index per day), in scope, readable by the CLI, aggregatable the way the Kibana
+dashboard aggregates them, and pruned a whole index at a time; a refusing cluster fails no
+search."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,6 +21,7 @@ from hybrid_es.cli.traces import app as traces_app
 from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, OpenSearchEngine, _opensearch_client, as_engine
+from hybrid_es.cluster.trace_storage import create_data_stream, delete_data_stream
 from hybrid_es.errors import (
     BadQueryError,
     EngineUnavailableError,
@@ -27,10 +30,12 @@ from hybrid_es.errors import (
     UnknownTenantError,
 )
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import OPERATOR_ROLE, Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.hooks import search_hook
+from hybrid_es.traces.reader import TraceReader
+from hybrid_es.traces.storage import TraceStorage, trace_storage
 from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import ingest_as_owners, travel_documents
 
@@ -51,13 +56,32 @@ SEED = (
 KIBANA = Path(__file__).resolve().parents[2] / "es_templates" / "kibana"
 
 
+def drop_storage(es: Engine, storage: TraceStorage) -> None:
+    """Delete a test's traces: its data stream and its dated indices."""
+    if storage.is_stream:
+        delete_data_stream(es, storage.stream)
+    es.delete_index(storage.pattern)
+
+
 @pytest.fixture
-def trace_index(es, bootstrapped, settings) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """An own traces index (the traces index template applies to it), deleted afterwards."""
-    name = f"{settings.traces_index}-test-{uuid.uuid4().hex[:10]}"
+def storage(es, bootstrapped, settings) -> Iterator[TraceStorage]:  # type: ignore[no-untyped-def]
+    """An own trace storage of the kind this cluster has (a data stream, or an index per day:
+    the templates apply to its names), deleted afterwards."""
+    s = trace_storage(es, settings, base=f"{settings.traces_index}-test-{uuid.uuid4().hex[:10]}")
+    yield s
+    drop_storage(es, s)
+
+
+@pytest.fixture
+def trace_index(es, storage) -> str:  # type: ignore[no-untyped-def]
+    """Where this test's traces (dated NOW) are written, created up front: the data stream, or
+    NOW's dated index."""
+    if storage.is_stream:
+        create_data_stream(es, storage.stream)
+        return storage.stream
+    name = storage.target({}, today=NOW.date())
     es.create_index(name)
-    yield name
-    es.delete_index(name)
+    return name
 
 
 @pytest.fixture
@@ -78,38 +102,44 @@ def _searcher(es, embedder, names, **kw):  # type: ignore[no-untyped-def]
     )
 
 
-def _docs(es, index: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
-    es.refresh(index)
-    resp = es.search(index, {"size": 100, "sort": [{"@timestamp": "asc"}, {"trace_id": "asc"}]})
-    return [h["_source"] for h in resp["hits"]["hits"]]
+def _hits(es, where: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    es.refresh(where)
+    resp = es.search(where, {"size": 100, "sort": [{"@timestamp": "asc"}, {"trace.id": "asc"}]})
+    return list(resp["hits"]["hits"])
 
 
-def test_each_search_writes_one_trace_with_the_hits_provenance(es, embedder, corpus, trace_index):
-    writer = TraceWriter(es, trace_index, flush_interval=0.05)
+def _docs(es, where: str) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    return [h["_source"] for h in _hits(es, where)]
+
+
+def test_each_search_writes_one_trace_with_the_hits_provenance(es, embedder, corpus, storage):
+    writer = TraceWriter(es, storage, flush_interval=0.05)
     searcher = _searcher(es, embedder, corpus, on_response=search_hook(writer))
     a = searcher.search(QUERY, AGENT, STAY, now=NOW)
     b = searcher.search(QUERY, OTHER, STAY, now=NOW)
     stats = writer.close()
     assert (stats.written, stats.dropped, stats.errors) == (2, 0, 0)
 
-    docs = {d["tenant"]: d for d in _docs(es, trace_index)}
+    docs = {d["organization"]["id"]: d for d in _docs(es, storage.pattern)}
     assert set(docs) == {"demo-A", "demo-B"}
-    da = docs["demo-A"]
-    assert da["principal_id"] == "agent-1" and da["operation"] == "search"
-    assert da["query_hash"] == a.query_hash and "query_text" not in da
-    assert da["fusion_path"] == a.fusion_path
-    assert da["hit_count"] == len(a.hits) and da["request_digest"] == a.request_digest
-    assert set(da["latency_ms"]) >= {"embed", "retrieval", "fusion", "total"}
+    da, ours = docs["demo-A"], docs["demo-A"]["hybrid_es"]
+    assert da["user"] == {"id": "agent-1"} and da["event"]["action"] == "search"
+    assert da["event"]["outcome"] == "success" and da["event"]["duration"] > 0
+    assert ours["query_hash"] == a.query_hash and "query_text" not in ours
+    assert ours["fusion_path"] == a.fusion_path
+    assert ours["hit_count"] == len(a.hits) and ours["request_digest"] == a.request_digest
+    assert set(ours["latency_ms"]) >= {"embed", "retrieval", "fusion", "total"}
     assert [
         (c["chunk_id"], c["final_rank"], c.get("sparse_rank"), c.get("dense_rank"))
-        for c in da["candidates"]
+        for c in ours["candidates"]
     ] == [(h.chunk_id, h.final_rank, h.sparse_rank, h.dense_rank) for h in a.hits]
-    assert all(c["allowed"] and c["authorization"].startswith("allow:") for c in da["candidates"])
+    assert all(c["allowed"] and c["authorization"].startswith("allow:") for c in ours["candidates"])
     # Nothing outside each caller's scope: not the superseded D0, not the other tenant's record.
     text_a = json.dumps(da)
     assert "D0-stale-contract" not in text_a and "D5-other-tenant" not in text_a
-    assert [c["doc_id"] for c in docs["demo-B"]["candidates"]] == [h.doc_id for h in b.hits]
-    assert {c["doc_id"] for c in docs["demo-B"]["candidates"]} == {"D5-other-tenant"}
+    b_candidates = docs["demo-B"]["hybrid_es"]["candidates"]
+    assert [c["doc_id"] for c in b_candidates] == [h.doc_id for h in b.hits]
+    assert {c["doc_id"] for c in b_candidates} == {"D5-other-tenant"}
 
 
 def test_query_text_only_when_the_operator_opts_in(es, embedder, corpus, trace_index):
@@ -118,11 +148,13 @@ def test_query_text_only_when_the_operator_opts_in(es, embedder, corpus, trace_i
     resp = searcher.search(QUERY, AGENT, STAY, now=NOW)
     search_hook(writer, query_text=False, clock=lambda: NOW)(AGENT, resp, QUERY)
     opted_in = search_hook(writer, query_text=True, clock=lambda: NOW.replace(minute=1))
-    opted_in(AGENT, resp, "  KYO-H12\x00 April roll-in shower rate ")
+    # Another trace of the same answer (its trace id is the search's: the same id is one trace).
+    again = resp.model_copy(update={"trace_id": ""})
+    opted_in(AGENT, again, "  KYO-H12\x00 April roll-in shower rate ")
     writer.close()
     plain, opted = _docs(es, trace_index)
-    assert "query_text" not in plain
-    assert opted["query_text"] == QUERY  # the cleaned text the searcher actually ran
+    assert "query_text" not in plain["hybrid_es"]
+    assert opted["hybrid_es"]["query_text"] == QUERY  # the cleaned text the searcher ran
 
 
 def test_failed_searches_and_packet_operations_are_traced(es, trace_index):
@@ -157,27 +189,28 @@ def test_failed_searches_and_packet_operations_are_traced(es, trace_index):
     assert (stats.written, stats.dropped) == (7, 0)
     assert stats.refused == {"BadQueryError": 1, "UnknownTenantError": 1}
     docs = _docs(es, trace_index)
-    assert "made-up" not in {d["tenant"] for d in docs}
+    assert "made-up" not in {d["organization"]["id"] for d in docs}
     errors = [d for d in docs if d.get("error")]
-    assert sorted(d["error_type"] for d in errors) == [
+    assert sorted(d["error"]["type"] for d in errors) == [
         "EngineUnavailableError",
         "SearchTimeoutError",
     ]
-    assert all(d["hit_count"] == 0 and "candidates" not in d for d in errors)
-    validations = [d for d in docs if d["operation"] == "packet_validate"]
-    assert sorted(d["packet_verdict"] for d in validations) == [
+    assert all(d["event"]["outcome"] == "failure" for d in errors)
+    assert all(d["hybrid_es"]["hit_count"] == 0 and "candidates" not in d for d in errors)
+    validations = [d for d in docs if d["event"]["action"] == "packet_validate"]
+    assert sorted(d["hybrid_es"]["packet"]["verdict"] for d in validations) == [
         "refresh_required",
         "reuse",
         "reuse",
         "unverified",
     ]
-    # The dashboard's reuse rate is the average of packet_reuse over validations.
+    # The dashboard's reuse rate is the average of hybrid_es.packet.reuse over validations.
     resp = es.search(
         trace_index,
         {
             "size": 0,
-            "query": {"term": {"operation": "packet_validate"}},
-            "aggs": {"rate": {"avg": {"field": "packet_reuse"}}},
+            "query": {"term": {"event.action": "packet_validate"}},
+            "aggs": {"rate": {"avg": {"field": "hybrid_es.packet.reuse"}}},
         },
     )
     assert resp["aggregations"]["rate"]["value"] == pytest.approx(0.5)
@@ -218,66 +251,72 @@ def test_an_unreachable_trace_cluster_fails_no_search(es, settings, embedder, co
 
 def test_a_refused_item_drops_only_itself(es, trace_index):
     writer = TraceWriter(es, trace_index, flush_interval=0.05)
-    good = {"@timestamp": "2026-04-01T09:00:00Z", "trace_id": "good", "operation": "search"}
-    bad = {**good, "trace_id": "bad", "not_in_the_mapping": 1}  # dynamic: strict refuses it
+    good = {"@timestamp": "2026-04-01T09:00:00Z", "trace": {"id": "good"}, "event": {}}
+    bad = {**good, "trace": {"id": "bad"}, "not_in_the_mapping": 1}  # dynamic: strict refuses it
     writer.submit(good)
     writer.submit(bad)
     stats = writer.close()
     assert (stats.written, stats.dropped, stats.errors) == (1, 1, 1)
     assert "strict_dynamic_mapping_exception" in (stats.last_error or "")
-    assert [d["trace_id"] for d in _docs(es, trace_index)] == ["good"]
+    assert [d["trace"]["id"] for d in _docs(es, trace_index)] == ["good"]
 
 
 # -- the CLI -----------------------------------------------------------------------------------
 
 
-def _run(*args: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(traces_app, list(args), env={"COLUMNS": "250"})
+def _run(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(traces_app, list(args), env={"COLUMNS": "250", **(env or {})})
 
 
-def test_cli_tail_and_show_are_scoped_to_the_caller(es, embedder, corpus, trace_index):
-    writer = TraceWriter(es, trace_index, flush_interval=0.05)
+def test_cli_tail_and_show_are_scoped_to_the_caller(es, embedder, corpus, storage):
+    writer = TraceWriter(es, storage, flush_interval=0.05)
     searcher = _searcher(es, embedder, corpus, on_response=search_hook(writer))
     resp = searcher.search(QUERY, AGENT, STAY, now=NOW)
     search_hook(writer).on_error(OTHER, "rate", SearchTimeoutError("the search timed out"))
     writer.close()
-    es.refresh(trace_index)
+    es.refresh(storage.pattern)
     a_user = ("--tenant", "demo-A", "--user", "agent-1")
     b_user = ("--tenant", "demo-B", "--user", "agent-9")
+    # The default read target: HYBRID_ES_TRACES_INDEX's storage (its pattern), no --index.
+    env = {"HYBRID_ES_TRACES_INDEX": storage.base}
 
     # Issue 11 I: a caller reads their own traces only; an operator reads every tenant's.
-    out = _run("tail", "--index", trace_index, *a_user)
+    out = _run("tail", *a_user, env=env)
     assert out.exit_code == 0, out.output
     assert "demo-A/agent-1" in out.output and "demo-B" not in out.output
     assert resp.fusion_path in out.output
-    ops = _run("tail", "--index", trace_index, "--operator")
+    ops = _run("tail", "--operator", env=env)
     assert "demo-A/agent-1" in ops.output and "demo-B/agent-9" in ops.output
     assert "error: SearchTimeoutError" in ops.output
-    only_b = json.loads(
-        _run("tail", "--index", trace_index, "--operator", "--tenant", "demo-B", "--json").stdout
-    )
-    assert [d["tenant"] for d in only_b] == ["demo-B"]
-    (doc,) = json.loads(_run("tail", "--index", trace_index, *a_user, "--json").stdout)
-    assert doc["tenant"] == "demo-A" and len(doc["candidates"]) == len(resp.hits)
-    errors = json.loads(_run("tail", "--index", trace_index, *b_user, "--errors", "--json").stdout)
-    assert [d["tenant"] for d in errors] == ["demo-B"]
-    assert json.loads(_run("tail", "--index", trace_index, *b_user, "--json").stdout) == errors
+    only_b = json.loads(_run("tail", "--operator", "--tenant", "demo-B", "--json", env=env).stdout)
+    assert [d["organization"]["id"] for d in only_b] == ["demo-B"]
+    (doc,) = json.loads(_run("tail", *a_user, "--json", env=env).stdout)
+    assert doc["organization"]["id"] == "demo-A"
+    assert len(doc["hybrid_es"]["candidates"]) == len(resp.hits)
+    errors = json.loads(_run("tail", *b_user, "--errors", "--json", env=env).stdout)
+    assert [d["organization"]["id"] for d in errors] == ["demo-B"]
+    assert json.loads(_run("tail", *b_user, "--json", env=env).stdout) == errors
+    # --index still names one index, data stream or pattern.
+    again = _run("tail", "--index", storage.pattern, *a_user, "--json")
+    assert json.loads(again.stdout) == [doc]
 
-    short = doc["trace_id"][:12]
+    trace_id = doc["trace"]["id"]
+    short = trace_id[:12]
     assert short in out.output
-    shown = _run("show", short, "--index", trace_index, *a_user)
+    shown = _run("show", short, *a_user, env=env)
     assert shown.exit_code == 0, shown.output
     for h in resp.hits:
         assert h.chunk_id in shown.output
     assert "latency (ms)" in shown.output and resp.query_hash in shown.output
-    as_json = _run("show", doc["trace_id"], "--index", trace_index, *a_user, "--json")
+    assert "organization.id" in shown.output and "event.outcome" in shown.output
+    as_json = _run("show", trace_id, *a_user, "--json", env=env)
     assert json.loads(as_json.stdout) == doc
 
     # Someone else's trace reads exactly like one that does not exist.
-    theirs = _run("show", doc["trace_id"], "--index", trace_index, *b_user)
-    missing = _run("show", "0" * 32, "--index", trace_index, *a_user)
+    theirs = _run("show", trace_id, *b_user, env=env)
+    missing = _run("show", "0" * 32, *a_user, env=env)
     assert isinstance(theirs.exception, TraceNotFoundError)
-    assert str(theirs.exception) == str(missing.exception).replace("0" * 32, doc["trace_id"])
+    assert str(theirs.exception) == str(missing.exception).replace("0" * 32, trace_id)
     assert "traces tail" in str(missing.exception)
 
 
@@ -348,3 +387,156 @@ def test_every_dashboard_visualization_runs_on_real_traces(es, embedder, corpus,
         assert resp["hits"]["total"]["value"] >= 1, obj["id"]  # each panel has data
         ran += 1
     assert ran >= 4
+
+
+# -- where traces are stored, and pruning them -------------------------------------------------
+
+
+def test_traces_land_in_the_storage_the_cluster_has(es, caps, storage):
+    # The capability report, the writer and bootstrap agree on one storage per cluster.
+    assert storage.kind == caps.trace_storage
+    if es.flavor == "opensearch":
+        assert storage.kind == "data-stream"  # data streams, and no ISM policy of ours
+    elif "data-streams" not in caps.modules:
+        assert storage.kind == "dated-indices"  # the integ-test distribution lacks the module
+    writer = TraceWriter(es, storage, flush_interval=0.05)
+    tracer = search_hook(writer, clock=lambda: NOW)
+    tracer.on_error(AGENT, "rate", SearchTimeoutError("the search timed out"))
+    assert writer.close().written == 1
+    (hit,) = _hits(es, storage.pattern)
+    if storage.is_stream:
+        assert hit["_index"].startswith(f".ds-{storage.stream}-")
+    else:
+        assert hit["_index"] == f"{storage.base}-2026.04.01"  # NOW's day, UTC
+    assert hit["_id"] == hit["_source"]["trace"]["id"]
+
+
+def test_a_retried_trace_is_written_once(es, storage):
+    doc = {
+        "@timestamp": NOW.isoformat(),
+        "trace": {"id": uuid.uuid4().hex},
+        "event": {"action": "search"},
+        "organization": {"id": "demo-A"},
+        "user": {"id": "agent-1"},
+    }
+    writer = TraceWriter(es, storage, flush_interval=0.05)
+    writer.submit(doc)
+    writer.flush()
+    writer.submit(dict(doc))  # the same trace again: created by id, so refused as a conflict
+    stats = writer.close()
+    assert (stats.written, stats.dropped) == (1, 1) and "409" in (stats.last_error or "")
+    assert len(_docs(es, storage.pattern)) == 1
+
+
+def _write_at(es: Engine, storage: TraceStorage, *days: datetime) -> None:
+    writer = TraceWriter(es, storage, flush_interval=0.05)
+    for day in days:
+        tracer = search_hook(writer, clock=lambda day=day: day)  # type: ignore[misc]
+        tracer.on_error(AGENT, "rate", SearchTimeoutError("the search timed out"))
+    stats = writer.close()
+    assert stats.written == len(days), stats
+
+
+OPS = Principal(tenant="ops", user_id="o", roles=(OPERATOR_ROLE,))
+
+
+@pytest.fixture
+def dated(es, bootstrapped, settings) -> Iterator[TraceStorage]:  # type: ignore[no-untyped-def]
+    """Dated indices, on any cluster (the data stream template covers only ``*-stream``)."""
+    s = TraceStorage(f"{settings.traces_index}-test-{uuid.uuid4().hex[:10]}", "dated-indices")
+    yield s
+    drop_storage(es, s)
+
+
+def test_prune_deletes_whole_days_older_than_the_cutoff_and_nothing_else(es, dated):
+    from hybrid_es.traces.retention import prune_traces
+
+    _write_at(es, dated, NOW - timedelta(days=40), NOW - timedelta(days=31), NOW)
+    other = f"{dated.base}-notes"  # matches the read pattern, is no dated index: never pruned
+    es.create_index(other)
+    days = [f"{dated.base}-2026.02.20", f"{dated.base}-2026.03.01", f"{dated.base}-2026.04.01"]
+    assert es.indices(dated.pattern) == sorted([*days, other])
+
+    dry = prune_traces(es, dated, OPS, older_than=timedelta(days=30), now=NOW, dry_run=True)
+    assert dry.deleted == tuple(days[:2]) and dry.kept == (days[2],) and dry.dry_run
+    assert es.indices(dated.pattern) == sorted([*days, other])  # a dry run deletes nothing
+
+    # A cutoff of 2026-03-01 09:00: all of 02.20 is older than it, not all of 03.01.
+    done = prune_traces(es, dated, OPS, older_than=timedelta(days=1), now=NOW - timedelta(days=30))
+    assert done.deleted == (days[0],) and done.kept == tuple(days[1:])
+    assert es.indices(dated.pattern) == sorted([*days[1:], other])
+    assert done.storage == "dated-indices" and done.rolled_over is None
+    es.refresh(dated.pattern)
+    assert len(TraceReader(es, dated).tail(OPS)) == 2  # the two younger days' traces
+
+
+def test_cli_prune_is_for_operators_and_refuses_nonsense(es, dated):
+    _write_at(es, dated, NOW - timedelta(days=400), NOW)
+    env = {"HYBRID_ES_TRACES_INDEX": dated.base, "HYBRID_ES_TRACE_STORAGE": "dated-indices"}
+    for args, why in [
+        (("--older-than", "30"), "not an age"),
+        (("--older-than", "-3d"), "not an age"),
+        (("--older-than", "0d"), "above zero"),
+        (("--older-than", "1y"), "not an age"),
+        (("--older-than", "30d"), "operators only"),  # no --operator
+    ]:
+        out = _run("prune", *args, env=env)
+        assert out.exit_code == 2, out.output
+        assert why in out.output, out.output
+    assert len(es.indices(dated.pattern)) == 2  # nothing was deleted
+
+    # The CLI prunes at the real now: an age that puts the cutoff two days before NOW.
+    age = f"{(datetime.now(UTC) - NOW).days + 2}d"
+    dry = _run("prune", "--older-than", age, "--operator", "--dry-run", "--json", env=env)
+    assert dry.exit_code == 0, dry.output
+    report = json.loads(dry.stdout)
+    assert report["dry_run"] and report["deleted"] == [f"{dated.base}-2025.02.25"]
+    done = _run("prune", "--older-than", age, "--operator", env=env)
+    assert done.exit_code == 0, done.output
+    assert "deleted 1 index(es)" in done.output and f"{dated.base}-2025.02.25" in done.output
+    assert es.indices(dated.pattern) == [f"{dated.base}-2026.04.01"]
+
+
+@pytest.fixture
+def stream(es, caps, bootstrapped, settings) -> Iterator[TraceStorage]:  # type: ignore[no-untyped-def]
+    if caps.trace_storage == "dated-indices":
+        pytest.skip("the cluster has no data streams (trace storage: dated-indices)")
+    s = TraceStorage(f"{settings.traces_index}-test-{uuid.uuid4().hex[:10]}", "data-stream")
+    yield s
+    drop_storage(es, s)
+
+
+def test_prune_rolls_a_data_stream_over_and_deletes_old_backing_indices(es, stream):
+    from hybrid_es.cluster.trace_storage import backing_indices, get_data_stream
+    from hybrid_es.traces.retention import prune_traces
+
+    old = NOW - timedelta(days=60)
+    _write_at(es, stream, old, old + timedelta(days=1))
+    (first,) = backing_indices(get_data_stream(es, stream.stream) or {})
+    # Everything in the write index is older than the cutoff: roll over, then delete it.
+    report = prune_traces(es, stream, OPS, older_than=timedelta(days=30), now=NOW)
+    assert report.rolled_over == first and report.deleted == (first,)
+    (second,) = backing_indices(get_data_stream(es, stream.stream) or {})
+    es.refresh(stream.stream)
+    assert second != first and TraceReader(es, stream).tail(OPS) == []
+
+    # Old and recent traces in the write index: rolled over, and kept until the recent ones age.
+    _write_at(es, stream, old, NOW)
+    report = prune_traces(es, stream, OPS, older_than=timedelta(days=30), now=NOW)
+    assert report.rolled_over == second and report.deleted == () and second in report.kept
+    again = prune_traces(es, stream, OPS, older_than=timedelta(days=30), now=NOW, dry_run=True)
+    assert again.rolled_over is None and again.deleted == ()  # the new write index is empty
+    later = prune_traces(es, stream, OPS, older_than=timedelta(days=30), now=NOW + timedelta(31))
+    assert later.deleted == (second,)
+    assert TraceReader(es, stream).tail(OPS) == []
+
+
+def test_bootstrap_reports_the_traces_index_of_the_earlier_layout(es, caps, settings, dated):
+    from hybrid_es.cluster.bootstrap import bootstrap
+
+    es.create_index(dated.base)  # a plain index under the traces name, as before data streams
+    mine = settings.model_copy(update={"traces_index": dated.base})
+    report = bootstrap(es, caps, mine, check=True)
+    (legacy,) = [a for a in report.actions if a.status == "legacy"]
+    assert legacy.name == dated.base and "not read" in legacy.diff
+    es.delete_index(dated.base)

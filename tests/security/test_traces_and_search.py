@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from hybrid_es.cluster.trace_storage import delete_data_stream
 from hybrid_es.errors import (
     BadQueryError,
     PolicyViolationError,
@@ -21,6 +22,7 @@ from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.retrieval.stages import REFUSED_ANSWER
 from hybrid_es.traces.hooks import search_hook
 from hybrid_es.traces.reader import TraceReader
+from hybrid_es.traces.storage import trace_storage
 from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import HashEmbedder, owner
 from tests.security.conftest import AGENT_A, AGENT_B, MANAGER, NOW, QUERY, SCOPE, World, make_world
@@ -30,10 +32,14 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def traces(es, bootstrapped, settings):  # type: ignore[no-untyped-def]
-    name = f"{settings.traces_index}-sec-{uuid.uuid4().hex[:10]}"
-    es.create_index(name)
-    yield name
-    es.delete_index(name)
+    """An own trace storage of the kind the cluster has (a data stream, or dated indices)."""
+    storage = trace_storage(
+        es, settings, base=f"{settings.traces_index}-sec-{uuid.uuid4().hex[:10]}"
+    )
+    yield storage
+    if storage.is_stream:
+        delete_data_stream(es, storage.stream)
+    es.delete_index(storage.pattern)
 
 
 def test_trace_reads_are_scoped_to_the_caller_and_refused_requests_leave_no_trace(
@@ -61,30 +67,36 @@ def test_trace_reads_are_scoped_to_the_caller_and_refused_requests_leave_no_trac
         searcher.search("   ", MANAGER, SCOPE, now=NOW)
     stats = writer.close()
     assert stats.written == 2 and stats.refused == {"UnknownTenantError": 1, "BadQueryError": 1}
-    es.refresh(traces)
+    es.refresh(traces.pattern)
+
+    def tenants(docs: list[dict]) -> set[str]:  # type: ignore[type-arg]
+        return {d["organization"]["id"] for d in docs}
 
     reader = TraceReader(es, traces)
     (mine,) = reader.tail(MANAGER)
-    assert mine["tenant"] == "demo-A" and mine["principal_id"] == "manager"
+    assert mine["organization"]["id"] == "demo-A" and mine["user"]["id"] == "manager"
     assert reader.tail(AGENT_A) == []  # same tenant, another user: none of the manager's
     (theirs,) = reader.tail(AGENT_B)
-    assert theirs["tenant"] == "demo-B"
+    assert theirs["organization"]["id"] == "demo-B"
     assert reader.tail(AGENT_B, tenant="demo-A") == []  # a filter cannot widen the scope
     ops = Principal(tenant="ops", user_id="o", roles=(OPERATOR_ROLE,))
-    assert {d["tenant"] for d in reader.tail(ops)} == {"demo-A", "demo-B"}  # no made-up tenant
-    assert {d["tenant"] for d in reader.tail(ops, tenant="demo-B")} == {"demo-B"}
+    assert tenants(reader.tail(ops)) == {"demo-A", "demo-B"}  # no made-up tenant
+    assert tenants(reader.tail(ops, tenant="demo-B")) == {"demo-B"}
+    trace_id = mine["trace"]["id"]
     with pytest.raises(TraceNotFoundError) as other:
-        reader.show(AGENT_B, mine["trace_id"])
+        reader.show(AGENT_B, trace_id)
     with pytest.raises(TraceNotFoundError) as none:
         reader.show(AGENT_B, "f" * 32)
-    assert str(other.value).replace(mine["trace_id"], "?") == str(none.value).replace("f" * 32, "?")
-    assert reader.show(MANAGER, mine["trace_id"][:12])["trace_id"] == mine["trace_id"]
+    assert str(other.value).replace(trace_id, "?") == str(none.value).replace("f" * 32, "?")
+    assert reader.show(MANAGER, trace_id[:12])["trace"]["id"] == trace_id
+    with pytest.raises(TraceNotFoundError):  # a prefix matches only the caller's own traces
+        reader.show(AGENT_B, trace_id[:12])
     # The query hash is keyed: it is not the plain SHA-256 anyone could recompute, and it is the
     # HMAC under this deployment's key.
     import hashlib
 
-    assert mine["query_hash"] != hashlib.sha256(QUERY.encode()).hexdigest()[:16]
-    assert mine["query_hash"] == a.query_hash == keyed_digest(key, QUERY)
+    assert mine["hybrid_es"]["query_hash"] != hashlib.sha256(QUERY.encode()).hexdigest()[:16]
+    assert mine["hybrid_es"]["query_hash"] == a.query_hash == keyed_digest(key, QUERY)
     assert keyed_digest(b"another deployment", QUERY) != a.query_hash
 
 

@@ -133,11 +133,32 @@ def test_references_resolve_within_the_same_file():
         assert len(names) == len(set(names)), obj["id"]
 
 
-def test_the_data_view_covers_the_traces_index_template():
+def test_the_data_view_covers_the_traces_storage_and_not_the_earlier_index():
+    from hybrid_es.tenancy import IndexLayout
+
     (view,) = [o for _, o in OBJECTS if o["type"] == "index-pattern"]
     patterns = json.loads(INDEX_TEMPLATE.read_text(encoding="utf-8"))["index_patterns"]
-    assert view["attributes"]["title"] in patterns
+    layout = IndexLayout()
+    # The pattern trace reads use: the data stream and every dated index, but not the plain
+    # index of the earlier layout (its fields are not ECS, and `error` there is a keyword).
+    assert view["attributes"]["title"] == layout.traces_pattern() in patterns
     assert view["id"] == "hybrid-es-traces"
+
+
+def test_the_views_use_ecs_names_where_ecs_has_them():
+    used = {f for _, o in OBJECTS for _w, f in _referenced_fields(o)}
+    ours = {f for f in used if f.startswith("hybrid_es.")}
+    assert used - ours <= {
+        "@timestamp",
+        "event.action",
+        "event.outcome",
+        "organization.id",
+        "user.id",
+        "trace.id",
+        "error.type",
+        "error.message",
+    }
+    assert {"event.action", "organization.id", "user.id", "trace.id", "error.type"} <= used
 
 
 def test_searches_and_visualizations_name_their_data_view_by_reference():
@@ -188,15 +209,15 @@ def test_the_dashboard_shows_what_the_issue_asks_for():
     fields = {
         a["params"]["field"] for o in vis.values() for a in _aggs(o) if "field" in a["params"]
     }
-    stages = {f for f in FIELDS if f.startswith("latency_ms.")}
+    stages = {f for f in FIELDS if f.startswith("hybrid_es.latency_ms.")}
     # latency percentiles per stage, fusion path, reuse rate, top failing queries
     latency = [a for o in vis.values() for a in _aggs(o) if a["type"] == "percentiles"]
     assert {a["params"]["field"] for a in latency} >= stages - {
-        "latency_ms.sparse",
-        "latency_ms.dense",
+        "hybrid_es.latency_ms.sparse",
+        "hybrid_es.latency_ms.dense",
     }
     assert all(a["params"]["percents"] == [50, 95, 99] for a in latency)
-    assert {"fusion_path", "packet_reuse", "query_hash"} <= fields
+    assert {"hybrid_es.fusion_path", "hybrid_es.packet.reuse", "hybrid_es.query_hash"} <= fields
     (dash,) = [o for _, o in OBJECTS if o["type"] == "dashboard"]
     shown = {r["id"] for r in dash["references"]}
     assert set(vis) <= shown
@@ -224,7 +245,7 @@ def test_no_aggregation_reaches_into_nested_candidates():
     # Kibana's aggregation-based visualizations cannot aggregate nested fields: they would be empty.
     for _, obj in OBJECTS:
         for _where, field in _referenced_fields(obj):
-            assert not field.startswith("candidates."), obj["id"]
+            assert not field.startswith("hybrid_es.candidates."), obj["id"]
 
 
 def test_kql_parser_sees_the_fields():

@@ -28,6 +28,7 @@ from hybrid_es.cluster.templates import (
     vector_field_problem,
     with_fingerprint,
 )
+from hybrid_es.cluster.trace_storage import STREAM_TEMPLATE
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize, policy_filter
@@ -325,7 +326,55 @@ def test_every_other_template_is_the_same_on_both_engines():
     es_ts = {t.name: t.body for t in load_templates("full")}
     os_ts = {t.name: t.body for t in load_templates("full", flavor="opensearch")}
     assert set(es_ts) == set(os_ts)
-    assert [n for n in es_ts if es_ts[n] != os_ts[n]] == ["hybrid-es-chunks"]
+    assert [n for n in es_ts if es_ts[n] != os_ts[n]] == ["hybrid-es-chunks", STREAM_TEMPLATE]
+    # OpenSearch has no data stream lifecycle: its traces stream template drops only that.
+    es_stream, os_stream = dict(es_ts[STREAM_TEMPLATE]), dict(os_ts[STREAM_TEMPLATE])
+    assert es_stream.pop("template") == {"lifecycle": {"data_retention": "30d"}}
+    assert "template" not in os_stream
+    assert {k: v for k, v in es_stream.items() if k != "_meta"} == {
+        k: v for k, v in os_stream.items() if k != "_meta"
+    }
+
+
+def _trace_templates(kind: str, days: int = 30) -> dict[str, dict]:
+    from hybrid_es.cluster.trace_storage import trace_templates
+
+    return {t.name: t.body for t in trace_templates(load_templates(), kind, days)}
+
+
+def test_the_traces_data_stream_template_is_installed_only_where_there_are_data_streams():
+    assert STREAM_TEMPLATE not in _trace_templates("dated-indices")
+    assert STREAM_TEMPLATE in _trace_templates("data-stream")
+    lifecycle = _trace_templates("data-stream-lifecycle", 7)[STREAM_TEMPLATE]["template"]
+    assert lifecycle == {"lifecycle": {"data_retention": "7d"}}
+    # The file is not changed by choosing a retention.
+    assert _trace_templates("data-stream-lifecycle")[STREAM_TEMPLATE]["template"] == {
+        "lifecycle": {"data_retention": "30d"}
+    }
+
+
+def test_the_traces_templates_cover_the_layouts_names_and_not_the_earlier_index():
+    import fnmatch
+
+    from hybrid_es.tenancy import IndexLayout
+
+    ts = _trace_templates("data-stream")
+    dated, stream = ts["hybrid-es-traces"], ts[STREAM_TEMPLATE]
+    layout = IndexLayout()
+
+    def winner(name: str) -> str | None:
+        hits = [
+            (body["priority"], n)
+            for n, body in (("dated", dated), ("stream", stream))
+            if any(fnmatch.fnmatchcase(name, p) for p in body["index_patterns"])
+        ]
+        return max(hits)[1] if hits else None
+
+    assert winner(layout.traces_stream()) == "stream" and stream["data_stream"] == {}
+    assert winner(layout.traces_on(date(2026, 4, 1))) == "dated" and "data_stream" not in dated
+    assert winner("hybrid-es-traces-test-0123456789-stream") == "stream"
+    assert winner("hybrid-es-traces") is None  # the earlier layout's index keeps its mapping
+    assert dated["priority"] != stream["priority"]  # overlapping patterns need distinct ones
 
 
 @pytest.mark.parametrize(

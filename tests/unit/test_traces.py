@@ -19,12 +19,14 @@ from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.policy import authorize
 from hybrid_es.settings import Settings
 from hybrid_es.traces.documents import (
+    ECS_VERSION,
     MAX_TEXT_CHARS,
     STAGES,
     packet_trace,
     scrub,
     search_error_trace,
     search_trace,
+    value_at,
 )
 from hybrid_es.traces.hooks import packet_hook, search_hook
 from hybrid_es.traces.writer import TraceWriter
@@ -113,23 +115,24 @@ def _response(*hits: Hit, timings: dict[str, float] | None = None) -> SearchResp
 def test_search_trace_records_hits_with_provenance_and_stage_latencies():
     resp = _response(_hit(1, "D1-current-contract"), _hit(2, "D2-accessibility-note"))
     doc = search_trace(AGENT, resp, now=NOW, trace_id="t1")
+    # ECS where ECS has a field: when, which trace, what, how it ended and took, who asked.
     assert doc["@timestamp"] == "2026-04-01T09:00:00.000+00:00"
-    assert doc["trace_id"] == "t1"
-    assert doc["operation"] == "search"
-    assert (doc["tenant"], doc["principal_id"], doc["scope_version"]) == (
-        "demo-A",
-        "agent-1",
-        AGENT.scope_version,
-    )
-    assert doc["query_hash"] == resp.query_hash
-    assert doc["fusion_path"] == "client-rrf"
-    assert doc["reranked"] is False
-    assert doc["hit_count"] == 2
-    assert doc["candidate_count"] == 5
-    assert doc["request_digest"] == "ab" * 32
-    assert doc["policy_version"] == "policy-v1"
-    assert doc["latency_ms"] == {"embed": 12.5, "retrieval": 30.25, "fusion": 0.1, "total": 45.0}
-    first = doc["candidates"][0]
+    assert doc["ecs"] == {"version": ECS_VERSION}
+    assert doc["trace"] == {"id": "t1"}
+    assert doc["event"] == {"action": "search", "outcome": "success", "duration": 45_000_000}
+    assert doc["organization"] == {"id": "demo-A"} and doc["user"] == {"id": "agent-1"}
+    assert "error" not in doc
+    ours = doc["hybrid_es"]
+    assert ours["scope_version"] == AGENT.scope_version
+    assert ours["query_hash"] == resp.query_hash
+    assert ours["fusion_path"] == "client-rrf"
+    assert ours["reranked"] is False
+    assert ours["hit_count"] == 2
+    assert ours["candidate_count"] == 5
+    assert ours["request_digest"] == "ab" * 32
+    assert ours["policy_version"] == "policy-v1"
+    assert ours["latency_ms"] == {"embed": 12.5, "retrieval": 30.25, "fusion": 0.1, "total": 45.0}
+    first = ours["candidates"][0]
     assert first == {
         "chunk_id": "D1-current-contract::v2::c0000",
         "doc_id": "D1-current-contract",
@@ -143,23 +146,24 @@ def test_search_trace_records_hits_with_provenance_and_stage_latencies():
         "allowed": True,
         "authorization": resp.hits[0].authorization.short(),
     }
-    assert [c["final_rank"] for c in doc["candidates"]] == [1, 2]
+    assert [c["final_rank"] for c in ours["candidates"]] == [1, 2]
+    assert set(doc) == {"@timestamp", "ecs", "trace", "event", "organization", "user", "hybrid_es"}
 
 
 def test_search_trace_never_holds_query_text_or_record_text_unless_asked():
     doc = search_trace(AGENT, _response(_hit(1, "D1-current-contract")), now=NOW)
     text = json.dumps(doc)
-    assert "query_text" not in doc
+    assert "query_text" not in doc["hybrid_es"]
     assert "KYO-H12" not in text  # only the hash
     assert "raw chunk text" not in text and "never stored" not in text
     opted = search_trace(AGENT, _response(), now=NOW, query_text="KYO-H12 rate")
-    assert opted["query_text"] == "KYO-H12 rate"
+    assert opted["hybrid_es"]["query_text"] == "KYO-H12 rate"
 
 
 def test_search_trace_clips_query_text_and_survives_lone_surrogates():
     doc = search_trace(AGENT, _response(), now=NOW, query_text="\ud800" + "x" * 5000)
-    assert len(doc["query_text"]) == MAX_TEXT_CHARS
-    doc["query_text"].encode("utf-8")  # would raise on a lone surrogate
+    assert len(doc["hybrid_es"]["query_text"]) == MAX_TEXT_CHARS
+    doc["hybrid_es"]["query_text"].encode("utf-8")  # would raise on a lone surrogate
     json.dumps(doc, ensure_ascii=False).encode("utf-8")
 
 
@@ -171,8 +175,8 @@ def test_search_trace_excludes_a_hit_of_another_tenant_or_a_denied_hit():
         update={"authorization": denied.authorization.model_copy(update={"allowed": False})}
     )
     doc = search_trace(AGENT, _response(_hit(1, "D1-current-contract"), other, denied), now=NOW)
-    assert [c["doc_id"] for c in doc["candidates"]] == ["D1-current-contract"]
-    assert doc["hit_count"] == 1
+    assert [c["doc_id"] for c in doc["hybrid_es"]["candidates"]] == ["D1-current-contract"]
+    assert doc["hybrid_es"]["hit_count"] == 1
     assert "D5-other-tenant" not in json.dumps(doc) and "D0-stale" not in json.dumps(doc)
 
 
@@ -180,9 +184,10 @@ def test_search_trace_drops_non_finite_scores_and_unknown_stages():
     hit = _hit(1, "D1-current-contract", rerank_score=math.nan, dense_score=math.inf)
     resp = _response(hit, timings={"embed": 1.0, "warmup": 5.0, "total": math.nan})
     doc = search_trace(AGENT, resp, now=NOW)
-    assert doc["latency_ms"] == {"embed": 1.0}
-    assert "rerank_score" not in doc["candidates"][0]
-    assert "dense_score" not in doc["candidates"][0]
+    assert doc["hybrid_es"]["latency_ms"] == {"embed": 1.0}
+    assert "duration" not in doc["event"]  # no total, no duration
+    assert "rerank_score" not in doc["hybrid_es"]["candidates"][0]
+    assert "dense_score" not in doc["hybrid_es"]["candidates"][0]
     json.dumps(doc, allow_nan=False)  # Elasticsearch refuses NaN
 
 
@@ -221,7 +226,34 @@ def test_every_trace_field_is_in_the_strict_mapping():
 
 
 def test_stages_are_exactly_the_mapped_latency_fields():
-    assert set(STAGES) == set(_mapping()["properties"]["latency_ms"]["properties"])
+    ours = _mapping()["properties"]["hybrid_es"]["properties"]
+    assert set(STAGES) == set(ours["latency_ms"]["properties"])
+
+
+def test_ecs_fields_have_ecs_types():
+    props = _mapping()["properties"]
+    assert props["@timestamp"]["type"] == "date"
+    for obj, name in [
+        ("trace", "id"),
+        ("event", "action"),
+        ("event", "outcome"),
+        ("organization", "id"),
+        ("user", "id"),
+        ("error", "type"),
+        ("ecs", "version"),
+    ]:
+        assert props[obj]["properties"][name]["type"] == "keyword", (obj, name)
+    assert props["event"]["properties"]["duration"]["type"] == "long"  # ECS: nanoseconds
+    # ECS maps error.message as match_only_text; a keyword here, so the top failures aggregate.
+    assert props["error"]["properties"]["message"]["type"] == "keyword"
+
+
+def test_value_at_reads_dotted_paths():
+    doc = search_trace(AGENT, _response(_hit(1, "D1-current-contract")), now=NOW)
+    assert value_at(doc, "organization.id") == "demo-A"
+    assert value_at(doc, "hybrid_es.latency_ms.total") == 45.0
+    assert value_at(doc, "hybrid_es.packet.verdict") is None
+    assert value_at(doc, "organization.id.deeper") is None
 
 
 def test_the_mapping_stays_strict():
@@ -234,23 +266,28 @@ def test_the_mapping_stays_strict():
 def test_error_trace_keeps_type_and_scrubbed_message():
     exc = RuntimeError("boom at http://elastic:hunter2-secret@db:9200/x (password=hunter2-secret)")
     doc = search_error_trace(AGENT, query_hash="h1", error=exc, now=NOW, timings_ms={"embed": 2.0})
-    assert doc["error_type"] == "RuntimeError"
+    assert doc["error"]["type"] == "RuntimeError"
     assert "hunter2-secret" not in json.dumps(doc)
-    assert doc["error"].startswith("RuntimeError: boom at http://[redacted]@db:9200/x")
-    assert doc["hit_count"] == 0 and doc["latency_ms"] == {"embed": 2.0}
-    assert "candidates" not in doc and "fusion_path" not in doc
+    assert doc["error"]["message"].startswith("RuntimeError: boom at http://[redacted]@db:9200/x")
+    assert doc["event"] == {"action": "search", "outcome": "failure"}
+    ours = doc["hybrid_es"]
+    assert ours["hit_count"] == 0 and ours["latency_ms"] == {"embed": 2.0}
+    assert ours["query_hash"] == "h1"
+    assert "candidates" not in ours and "fusion_path" not in ours
 
 
 def test_error_trace_uses_the_library_message_and_hint():
     err = AuthenticationError("Elasticsearch at http://h:9200 rejected the credentials", hint="fix")
     doc = search_error_trace(AGENT, query_hash="h", error=err, now=NOW)
-    assert doc["error"] == "Elasticsearch at http://h:9200 rejected the credentials (fix)"
-    assert doc["error_type"] == "AuthenticationError"
+    assert doc["error"] == {
+        "message": "Elasticsearch at http://h:9200 rejected the credentials (fix)",
+        "type": "AuthenticationError",
+    }
 
 
 def test_error_text_is_clipped():
     doc = search_error_trace(AGENT, query_hash="h", error="e" * 5000, now=NOW)
-    assert len(doc["error"]) == 1000 and "error_type" not in doc
+    assert len(doc["error"]["message"]) == 1000 and "type" not in doc["error"]
 
 
 def test_packet_validate_trace_marks_reuse():
@@ -262,11 +299,23 @@ def test_packet_validate_trace_marks_reuse():
         "now": NOW,
     }
     reuse = packet_trace(AGENT, verdict="reuse", **kw)
-    assert reuse["packet_reuse"] == 1
-    assert reuse["latency_ms"] == {"packet_validate": 4.25, "total": 4.25}
-    assert reuse["packet_verdict"] == "reuse" and reuse["operation"] == "packet_validate"
+    assert reuse["hybrid_es"]["packet"] == {
+        "id": "JPN-2026-0417-packet-v1",
+        "verdict": "reuse",
+        "reasons": [],
+        "reuse": 1,
+    }
+    assert reuse["hybrid_es"]["latency_ms"] == {"packet_validate": 4.25, "total": 4.25}
+    assert reuse["event"] == {
+        "action": "packet_validate",
+        "outcome": "success",
+        "duration": 4_250_000,
+    }
     refresh = packet_trace(AGENT, verdict="refresh_required", **{**kw, "reasons": ["watermark"]})
-    assert refresh["packet_reuse"] == 0 and refresh["packet_reasons"] == ["watermark"]
+    packet = refresh["hybrid_es"]["packet"]
+    assert packet["reuse"] == 0 and packet["reasons"] == ["watermark"]
+    failed = packet_trace(AGENT, verdict=None, error=RuntimeError("x"), **kw)
+    assert failed["event"]["outcome"] == "failure" and failed["error"]["type"] == "RuntimeError"
 
 
 def test_packet_build_trace_has_no_reuse_flag():
@@ -279,8 +328,8 @@ def test_packet_build_trace_has_no_reuse_flag():
         latency_ms=10.0,
         now=NOW,
     )
-    assert "packet_reuse" not in doc and "packet_verdict" not in doc
-    assert doc["latency_ms"] == {"packet_build": 10.0, "total": 10.0}
+    assert doc["hybrid_es"]["packet"] == {"id": "p1", "reasons": []}
+    assert doc["hybrid_es"]["latency_ms"] == {"packet_build": 10.0, "total": 10.0}
 
 
 @pytest.mark.parametrize("missing", ["packet_id", "operation"])
@@ -406,9 +455,9 @@ def test_error_hook_hashes_like_the_searcher():
     tracer = search_hook(writer, clock=lambda: NOW)
     tracer.on_error(AGENT, "  KYO-H12\tApril  ", RuntimeError("x"))
     writer.close()
-    assert seen[0]["query_hash"] == keyed_digest(PROCESS_KEY, "KYO-H12 April")
+    assert seen[0]["hybrid_es"]["query_hash"] == keyed_digest(PROCESS_KEY, "KYO-H12 April")
     assert seen[0]["@timestamp"] == "2026-04-01T09:00:00.000+00:00"
-    assert "query_text" not in seen[0]
+    assert "query_text" not in seen[0]["hybrid_es"]
 
 
 def test_packet_hook_turns_a_packet_service_event_into_a_trace():
@@ -436,7 +485,8 @@ def test_packet_hook_turns_a_packet_service_event_into_a_trace():
     stats = writer.close()
     assert len(seen) == 1 and stats.errors == 1
     (doc,) = seen
-    assert doc["packet_verdict"] == "refresh_required" and doc["packet_reuse"] == 0
-    assert doc["packet_reasons"] == ["corpus watermark moved"]
-    assert doc["latency_ms"] == {"packet_validate": 3.5, "total": 3.5}
-    assert doc["tenant"] == "demo-A" and doc["principal_id"] == "agent-1"
+    packet = doc["hybrid_es"]["packet"]
+    assert packet["verdict"] == "refresh_required" and packet["reuse"] == 0
+    assert packet["reasons"] == ["corpus watermark moved"]
+    assert doc["hybrid_es"]["latency_ms"] == {"packet_validate": 3.5, "total": 3.5}
+    assert doc["organization"]["id"] == "demo-A" and doc["user"]["id"] == "agent-1"
