@@ -13,6 +13,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -283,3 +284,116 @@ def fault_node(tmp_path_factory):  # type: ignore[no-untyped-def]
         "pidfile": next(home.glob("elasticsearch-*-fault")) / "es.pid",
     }
     es_sh("stop")
+
+
+def cluster_metadata(es) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """What a write to the cluster would change: index names with their mapping and settings
+    versions, templates, data streams, the graveyard of deleted indices (an index created and
+    deleted again leaves a tombstone there), and the role names. For tests that prove something
+    wrote nothing."""
+    m = es.request("GET", "/_cluster/state/metadata", what="reading metadata")["metadata"]
+    indices = {
+        name: (body.get("mapping_version"), body.get("settings_version"))
+        for name, body in m.get("indices", {}).items()
+        # the security plugin's audit log is written by the cluster about any request
+        if not name.startswith("security-auditlog")
+    }
+    graveyard = m.get("index-graveyard", {}).get("tombstones", [])
+    roles = (
+        es.request("GET", "/_plugins/_security/api/roles", what="reading roles")
+        if es.flavor == "opensearch"
+        else es.request("GET", "/_security/role", what="reading roles")
+    )
+    return {
+        "indices": indices,
+        "templates": sorted(m.get("templates", {})),
+        "component_templates": sorted(
+            m.get("component_template", {}).get("component_template", {})
+        ),
+        "index_templates": sorted(m.get("index_template", {}).get("index_template", {})),
+        "data_streams": sorted(m.get("data_stream", {}).get("data_stream", {})),
+        "graveyard": [t.get("index", {}).get("index_name") for t in graveyard],
+        "roles": sorted(roles),
+    }
+
+
+BASIC_PASSWORD = "hybrid-es-dev"
+_BASIC: dict[str, Any] = {}
+
+
+def basic_node_env() -> dict[str, str]:
+    """The environment of ``scripts/es.sh`` for the Basic-licence node: a second instance of
+    the same download, its own port and data, a small heap."""
+    return {
+        **os.environ,
+        "HYBRID_ES_INSTANCE": "basic",
+        "HYBRID_ES_PORT": os.environ.get("HYBRID_ES_BASIC_PORT", "9292"),
+        "HYBRID_ES_LICENSE": "basic",
+        "HYBRID_ES_HEAP": "512m",
+        "HYBRID_ES_PASSWORD": BASIC_PASSWORD,
+    }
+
+
+def _es_sh(*args: str) -> list[str]:
+    return [str(Path(__file__).resolve().parents[1] / "scripts" / "es.sh"), *args]
+
+
+def pytest_collection_modifyitems(session, config, items):  # type: ignore[no-untyped-def]
+    """Start the Basic-licence node in the background as soon as a collected test needs it, so
+    that its start (most of a minute) overlaps the tests that run before."""
+    import subprocess
+    import tempfile
+
+    wanted = any("basic_node" in getattr(item, "fixturenames", ()) for item in items)
+    if not wanted or engine_flavor() == "opensearch" or _BASIC:
+        return
+    env = basic_node_env()
+    running = subprocess.run(_es_sh("status"), env=env, capture_output=True)
+    _BASIC["ours"] = running.returncode != 0
+    fd, log = tempfile.mkstemp(prefix="hybrid-es-basic-", suffix=".log")
+    _BASIC["log"] = Path(log)
+    with os.fdopen(fd, "w") as out:  # the child keeps its own copy of the descriptor
+        _BASIC["start"] = subprocess.Popen(
+            _es_sh("start"), env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+
+@pytest.fixture(scope="session")
+def basic_node():  # type: ignore[no-untyped-def]
+    """Settings for a node on the free Basic licence (``scripts/es.sh`` with
+    ``HYBRID_ES_LICENSE=basic``), started in the background at collection; stopped when the
+    session ends (``pytest_sessionfinish``) if this session started it."""
+    import subprocess
+
+    from pydantic import SecretStr
+
+    from hybrid_es.settings import Settings
+
+    env = basic_node_env()
+    if "start" not in _BASIC:  # not seen at collection (e.g. requested dynamically)
+        running = subprocess.run(_es_sh("status"), env=env, capture_output=True)
+        _BASIC["ours"] = running.returncode != 0
+        started = subprocess.run(_es_sh("start"), env=env, capture_output=True, text=True)
+        rc, output = started.returncode, started.stdout + started.stderr
+    else:
+        rc = _BASIC["start"].wait(timeout=300)
+        output = _BASIC["log"].read_text(encoding="utf-8", errors="replace")
+        _BASIC["log"].unlink(missing_ok=True)
+    if rc != 0:
+        pytest.fail(f"could not start the Basic-licence node: {output[-2000:]}")
+    url = f"http://127.0.0.1:{env['HYBRID_ES_PORT']}"
+    return Settings(url=url, username="elastic", password=SecretStr(BASIC_PASSWORD))
+
+
+def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
+    """Stop the Basic-licence node if this session started it (also when its tests were
+    deselected or the run was cut short)."""
+    import subprocess
+
+    if not _BASIC.get("ours"):
+        return
+    if "start" in _BASIC:
+        _BASIC["start"].wait(timeout=300)
+    env = basic_node_env()
+    subprocess.run(_es_sh("stop"), env=env, capture_output=True, timeout=120)
+    _BASIC.clear()

@@ -8,17 +8,28 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hybrid_es.cli.common import client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import bad, client, console, emit_json, err_console, settings
 from hybrid_es.errors import TemplateConflictError
 from hybrid_es.settings import Settings
 
 
-def capabilities(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Probe the cluster and print what it can do."""
+def capabilities(
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    probe_writes: Annotated[
+        bool,
+        typer.Option(
+            "--probe-writes",
+            help="Also create (and remove) probe indices and a probe role, to settle what read "
+            "APIs cannot. Without it the probe writes nothing.",
+        ),
+    ] = False,
+) -> None:
+    """Probe the cluster and print what it can do, the licence matrix, and what these
+    credentials may do per command. Writes nothing unless --probe-writes."""
     from hybrid_es.cluster.capabilities import probe
 
     s = settings()
-    caps = probe(client(s))
+    caps = probe(client(s), writes=probe_writes, layout=s.layout())
     if as_json:
         emit_json(caps.model_dump())
         return
@@ -46,7 +57,15 @@ def bootstrap(
         list[str] | None, typer.Option(help="Install the reader role for a tenant.")
     ] = None,
     kibana: Annotated[
-        str | None, typer.Option(help="Kibana URL to import saved objects into.")
+        str | None,
+        typer.Option(
+            help="Kibana URL to import saved objects into (TLS and credentials: the cluster's "
+            "HYBRID_ES_* settings, or user:password in the URL)."
+        ),
+    ] = None,
+    space: Annotated[
+        str | None,
+        typer.Option("--space", "--kibana-space", help="Kibana space id (default: the default)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -54,9 +73,12 @@ def bootstrap(
     from hybrid_es.cluster.bootstrap import bootstrap as run_bootstrap
     from hybrid_es.cluster.capabilities import probe
 
+    if space and not kibana:
+        raise bad("--space", "a Kibana space needs --kibana (the Kibana URL)")
     s = settings()
     es = client(s)
-    caps = probe(es)
+    # Read-only: bootstrap's own preflight (privileges, licence) runs before its first write.
+    caps = probe(es, layout=s.layout())
     try:
         report = run_bootstrap(es, caps, s, force=force, check=check, tenants=tuple(tenant or ()))
     except TemplateConflictError as exc:
@@ -64,11 +86,16 @@ def bootstrap(
             err_console.print(f"[bold]{name}[/bold] differs:")
             err_console.print(d, markup=False, highlight=False)
         raise
+    skipped = sorted({a.diff for a in report.actions if a.status == "skipped"})
+    for why in skipped:  # on stderr, so that --json shows it too
+        err_console.print(
+            f"warning: tenant reader roles skipped: {why}", markup=False, soft_wrap=True
+        )
     imported = None
     if kibana and not check:
         from hybrid_es.cluster.kibana import import_saved_objects
 
-        imported = import_saved_objects(kibana, s)
+        imported = import_saved_objects(kibana, s, space=space)
     if as_json:
         emit_json(
             {
@@ -91,6 +118,7 @@ def bootstrap(
                 "update": "yellow",
                 "missing": "red",
                 "conflict": "red",
+                "skipped": "yellow",
             }.get(a.status, "")
             t.add_row(a.kind, a.name, f"[{style}]{a.status}[/{style}]" if style else a.status)
         console.print(t)

@@ -1,7 +1,10 @@
 """Installing the templates, indices and roles into a cluster, idempotently.
 
 Nothing is written when any installed template differs from its file, unless ``force`` is set:
-the caller sees every difference first.
+the caller sees every difference first. Every check that can fail runs before the first write
+(:func:`preflight`: the credentials' privileges, the tenant ids, the licence; then the template
+conflicts and the existing indices' vector fields), so that a refused bootstrap leaves nothing
+half-installed.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from hybrid_es.cluster.access import access_of
 from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.security import install_tenant_reader
@@ -20,13 +24,21 @@ from hybrid_es.cluster.templates import (
     diff,
     load_pipelines,
     load_templates,
+    role_name,
     vector_field_problem,
     with_fingerprint,
 )
-from hybrid_es.errors import ConfigurationError, IndexMissingError, TemplateConflictError
+from hybrid_es.cluster.trace_storage import trace_storage_actions, trace_templates
+from hybrid_es.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    IndexMissingError,
+    TemplateConflictError,
+)
+from hybrid_es.models import check_tenant
 from hybrid_es.settings import Settings
 
-Status = Literal["create", "unchanged", "conflict", "update", "missing"]
+Status = Literal["create", "unchanged", "conflict", "update", "missing", "legacy", "skipped"]
 
 
 @dataclass
@@ -93,6 +105,7 @@ def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
     OpenSearch with native fusion, the fusion's search pipelines."""
     flavor: Flavor = "opensearch" if caps.flavor == "opensearch" else "elasticsearch"
     templates = load_templates(caps.analysis_profile, settings.templates_dir, flavor)
+    templates = trace_templates(templates, caps.trace_storage, settings.trace_retention_days)
     if flavor == "opensearch" and (caps.native_rrf or caps.linear_retriever):
         templates += [
             replace(p, body=adapt_pipeline(p.body, caps.rrf_rank_constant_at))
@@ -113,17 +126,17 @@ def bootstrap(
 ) -> BootstrapReport:
     """Install templates (and indices, and tenant roles where the cluster stores roles).
 
-    ``check`` only compares and reports. Raises TemplateConflictError (nothing written) when an
-    installed template differs and ``force`` is not set.
+    ``check`` only compares and reports. Where the cluster cannot hold the tenant reader roles
+    (security off, a licence without document-level security, no role store) the templates and
+    indices are installed and each role is reported ``skipped``, with the reason.
+
+    Raises (each before anything is written): AuthenticationError (403) when the credentials
+    lack a privilege that bootstrap, or installing roles, needs (:func:`preflight`);
+    ConfigurationError for an invalid tenant id or an existing index whose vector field cannot
+    be used; TemplateConflictError when an installed template differs and ``force`` is not set.
     """
     engine = as_engine(client, url=settings.redacted_url())
-    if tenants and not caps.native_security_store and not check:
-        raise ConfigurationError(
-            "this cluster cannot store roles with document-level security, so the tenant reader "
-            "roles cannot be installed; nothing was changed",
-            hint="see `hybrid-es capabilities`: Elasticsearch needs its native security index, "
-            "OpenSearch the security plugin and an admin user; or bootstrap without --tenant",
-        )
+    skip_roles = "" if check else preflight(caps, tenants)
     templates = templates_for(caps, settings)
     actions = plan(engine, templates, force=force)
     report = BootstrapReport(actions)
@@ -131,7 +144,7 @@ def bootstrap(
         for a in actions:
             if a.status == "create":
                 a.status = "missing"
-        _plan_indices(engine, settings, report, apply=False)
+        _plan_indices(engine, settings, report, apply=False, traces=caps.trace_storage)
         return report
     if report.conflicts:
         raise TemplateConflictError(
@@ -140,16 +153,89 @@ def bootstrap(
             diffs={a.name: a.diff for a in report.conflicts},
             hint="nothing was changed; review the diff and rerun with --force to overwrite",
         )
+    if create_indices:
+        _check_indices(engine, settings)
     for a in actions:
         if a.status in ("create", "update") and a.template is not None:
             _install(engine, a.template)
     if create_indices:
-        _plan_indices(engine, settings, report, apply=True)
+        _plan_indices(engine, settings, report, apply=True, traces=caps.trace_storage)
     for tenant in tenants:
+        if skip_roles:
+            report.actions.append(Action("role", role_name(tenant), "skipped", skip_roles))
+            continue
         for kind, name in install_tenant_reader(engine, tenant, settings.templates_dir):
             report.actions.append(Action(kind, name, "update"))
     report.applied = True
     return report
+
+
+def preflight(caps: Capabilities, tenants: tuple[str, ...] = ()) -> str:
+    """The checks of a bootstrap that need no request beyond the probe, run before its first
+    write. Returns why the tenant reader roles will be skipped ("" when they will be installed,
+    or none were asked for).
+
+    Raises:
+        AuthenticationError (status 403): the probe found the credentials lacking a privilege
+            that bootstrap (or, with ``tenants``, installing roles) needs. Unknown privileges
+            (OpenSearch without a known role) do not stop it: the cluster will decide.
+        ConfigurationError: an invalid tenant id.
+    """
+    who = caps.user or "these credentials"
+    access = access_of(caps.privileges, "bootstrap")
+    if access.allowed is False:
+        raise AuthenticationError(
+            f"{who} may not bootstrap: lacks {'; '.join(access.missing)}; nothing was written",
+            hint="bootstrap with a credential that has the hybrid-es-admin role "
+            "(es_templates/roles/hybrid-es-admin.json); `hybrid-es capabilities` lists what "
+            "each command needs",
+            status=403,
+        )
+    for tenant in tenants:
+        try:
+            check_tenant(tenant)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"{exc}; nothing was written", hint="pass a valid tenant id to --tenant"
+            ) from exc
+    if not tenants:
+        return ""
+    skip = roles_skipped_because(caps)
+    if skip:
+        return skip
+    roles = access_of(caps.privileges, "bootstrap --tenant")
+    if roles.allowed is False:
+        raise AuthenticationError(
+            f"{who} may not install the tenant reader roles: lacks "
+            f"{'; '.join(roles.missing)}; nothing was written",
+            hint="rerun with a security administrator's credential, or bootstrap without "
+            "--tenant and install the roles (es_templates/roles) another way",
+            status=403,
+        )
+    return ""
+
+
+def roles_skipped_because(caps: Capabilities) -> str:
+    """Why this cluster cannot hold the tenant reader roles ("" when it can): a property of the
+    cluster (security, licence, role store), not of the credentials."""
+    if not caps.security_enabled:
+        return "security is off on this cluster: there are no roles to install"
+    if caps.flavor == "opensearch":
+        return ""
+    dls = next((r for r in caps.licence if r.feature == "document-level security"), None)
+    if dls is not None and dls.allowed is False:
+        return (
+            f"the {caps.license_type} licence does not include document-level security "
+            f"(needs {dls.needs}); the roles would not be enforced"
+        )
+    if dls is not None and dls.allowed is None:
+        return "the licence could not be read, so document-level security is not known to work"
+    if not caps.native_security_store:
+        return (
+            "this cluster cannot store roles (no native role store: see the notes of "
+            "`hybrid-es capabilities`); render them into the file realm instead"
+        )
+    return ""
 
 
 def _install(engine: Engine, t: Template) -> None:
@@ -162,15 +248,24 @@ def _install(engine: Engine, t: Template) -> None:
 
 
 def _plan_indices(
-    engine: Engine, settings: Settings, report: BootstrapReport, *, apply: bool
+    engine: Engine,
+    settings: Settings,
+    report: BootstrapReport,
+    *,
+    apply: bool,
+    traces: str = "dated-indices",
 ) -> None:
-    """Create the shared indices, and bring every existing index our templates cover (each
-    tenant's chunks index included) up to the templates' fields."""
+    """Create the shared indices and the traces data stream (``traces``: the trace storage),
+    and bring every existing index our templates cover (each tenant's chunks index included) up
+    to the templates' fields."""
     layout = settings.layout()
-    shared = [layout.packets, layout.traces, layout.corpus_state]
+    for kind, name, status, note in trace_storage_actions(engine, layout, traces, apply=apply):
+        report.actions.append(Action(kind, name, status, note))  # type: ignore[arg-type]
+    shared = [layout.packets, layout.corpus_state]
     if layout.mode == "shared":
         shared.insert(0, layout.chunks)
-    existing = _existing_indices(engine, settings)
+    # A data stream's backing indices are the stream's (trace_storage_actions), not indices.
+    existing = [i for i in _existing_indices(engine, settings) if not i.startswith(".ds-")]
     for index in sorted(set(existing) | set(shared)):
         if index in existing:
             try:
@@ -212,15 +307,34 @@ _REBUILD_HINT = (
 )
 
 
+def _check_indices(engine: Engine, settings: Settings) -> None:
+    """Refuse, before anything is written, an existing index whose vector field this engine
+    cannot use (one mapping read for all of them)."""
+    mappings = engine.request(
+        "GET",
+        f"/{','.join(_template_patterns(settings))}/_mapping",
+        params={"expand_wildcards": "open", "allow_no_indices": True, "ignore_unavailable": True},
+        what="reading mappings",
+    )
+    for index, body in sorted(dict(mappings or {}).items()):
+        field = body.get("mappings", {}).get("properties", {}).get("embedding")
+        problem = vector_field_problem(engine.flavor, field) if field else None
+        if problem:
+            raise ConfigurationError(f"index {index}: {problem}", hint=_REBUILD_HINT)
+
+
 def _existing_indices(engine: Engine, settings: Settings) -> list[str]:
     """Every open index matching one of the installed index templates' patterns."""
-    patterns = [
+    return engine.indices(",".join(_template_patterns(settings)))
+
+
+def _template_patterns(settings: Settings) -> list[str]:
+    return [
         p
         for t in load_templates("standard", settings.templates_dir)
         if t.kind == "index"
         for p in t.body.get("index_patterns", [])
     ]
-    return engine.indices(",".join(patterns))
 
 
 def _vector_problem(engine: Engine, index: str) -> str | None:

@@ -4,6 +4,12 @@
 consults (fusion path, analysis profile, role installation). Each engine is probed in its own
 terms (Elasticsearch: licence, retrievers, native roles; OpenSearch: plugins, the ``hybrid``
 query with its search pipelines, the security plugin), and both answer the same questions.
+
+The probe writes nothing by default: read APIs (licence, node info, authentication, privileges),
+searches of a pattern that matches no index, and template simulation. What only a write can
+settle (a probe index per vector type, a probe role) runs with ``writes=True``
+(``hybrid-es capabilities --probe-writes``), which removes what it made; without it such answers
+are derived from read APIs, or reported as not probed.
 """
 
 from __future__ import annotations
@@ -14,12 +20,30 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hybrid_es.cluster.access import (
+    CommandAccess,
+    LicenceRow,
+    elasticsearch_access,
+    everyone_may,
+    licence_matrix,
+    opensearch_access,
+)
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import AnalysisProfile, RankConstantAt, pipeline_definition
+from hybrid_es.cluster.trace_storage import TraceStorageKind, describe, probe_trace_storage
 from hybrid_es.errors import AuthenticationError, EngineError
+from hybrid_es.settings import (
+    DEFAULT_CHUNKS_INDEX,
+    DEFAULT_CORPUS_STATE_INDEX,
+    DEFAULT_PACKETS_INDEX,
+    DEFAULT_TRACES_INDEX,
+)
+from hybrid_es.tenancy import IndexLayout
 
 _PROBE_PATTERN = "hybrid-es-capability-probe-nonexistent*"
 _ANALYZERS = ("standard", "simple", "whitespace", "english", "cjk")
+_ES_VECTOR_TYPES = ("hnsw", "int8_hnsw", "bbq_hnsw")
+NOT_PROBED = "not probed (needs --probe-writes)"
 OPENSEARCH_MINIMUM = (2, 19)
 """The first OpenSearch with the ``score-ranker-processor`` (native RRF) that hybrid-es needs for
 native fusion; older versions are served by the client-side fusion."""
@@ -39,18 +63,32 @@ class Capabilities(BaseModel):
     linear_retriever: bool
     """Native min-max linear fusion (Elasticsearch's ``linear`` retriever; OpenSearch's
     ``normalization-processor``)."""
-    knn: bool
-    index_options: tuple[str, ...]
+    knn: bool | None
+    """None: not probed (the credentials may not simulate templates; ``writes=True`` settles it)."""
+    index_options: tuple[str, ...] | None
     """Vector index types that can be created (Elasticsearch: hnsw variants; OpenSearch: the
-    k-NN engines hybrid-es uses, lucene only)."""
+    k-NN engines hybrid-es uses, lucene only); None when not probed."""
     analyzers: tuple[str, ...]
     native_security_store: bool
-    """Roles with document-level security can be stored (Elasticsearch: native roles;
-    OpenSearch: the security plugin's REST API)."""
+    """Roles with document-level security can be stored and enforced (Elasticsearch: native
+    roles, a licence with document-level security; OpenSearch: the security plugin's REST API).
+    Derived from read APIs unless ``writes_probed``; whether these credentials may store roles is
+    in ``privileges`` (``bootstrap --tenant``)."""
+    user: str | None = None
+    """Who the probe connected as (None: security is off, or the cluster would not say)."""
+    license_status: str | None = None
+    licence: tuple[LicenceRow, ...] = ()
+    """The licence matrix: each licensed feature, what it needs, whether this licence has it."""
+    privileges: tuple[CommandAccess, ...] = ()
+    """What these credentials may do, per command (``cluster.access``)."""
+    writes_probed: bool = False
+    """Whether the probe wrote (and removed) probe objects: ``probe(writes=True)``."""
     modules: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     rrf_rank_constant_at: RankConstantAt = "parameters"
+    trace_storage: TraceStorageKind = "dated-indices"
+    """Where traces go (``cluster.trace_storage``): a data stream, or an index per day."""
     """Where this OpenSearch's RRF processor reads its rank constant (``RankConstantAt``)."""
 
     @property
@@ -72,34 +110,75 @@ class Capabilities(BaseModel):
     def rows(self) -> list[tuple[str, str]]:
         """The report as (capability, value) rows for a table."""
 
-        def yn(v: bool) -> str:
-            return "yes" if v else "no"
+        def yn(v: bool | None) -> str:
+            return NOT_PROBED if v is None else "yes" if v else "no"
+
+        options = self.index_options
 
         return [
             ("server", f"{self.flavor} {self.server_version}"),
-            ("licence", self.license_type or "none"),
+            (
+                "probe",
+                "with writes (probe objects made and removed)"
+                if self.writes_probed
+                else "read-only",
+            ),
+            ("user", self.user or "n/a"),
+            (
+                "licence",
+                self.license_type
+                or ("n/a (open source)" if self.flavor == "opensearch" else "unknown"),
+            ),
+            ("licence matrix", "\n".join(_licence_line(r) for r in self.licence)),
             ("security", "on" if self.security_enabled else "off"),
             ("native rrf", yn(self.native_rrf)),
             ("native min-max linear", yn(self.linear_retriever)),
             ("fusion path", self.fusion_path),
             ("knn / vectors", yn(self.knn)),
-            ("vector index types", ", ".join(self.index_options) or "none"),
-            ("analyzers", ", ".join(self.analyzers)),
+            ("vector index types", NOT_PROBED if options is None else ", ".join(options) or "none"),
+            ("analyzers", ", ".join(self.analyzers) or "unknown"),
             ("analysis profile", self.analysis_profile),
             ("roles with document-level security", yn(self.native_security_store)),
+            (
+                f"privileges of {self.user or 'these credentials'}",
+                "\n".join(f"{a.command}: {a.describe()}" for a in self.privileges),
+            ),
             *([("plugins", ", ".join(self.plugins))] if self.plugins else []),
+            ("trace storage", describe(self.trace_storage)),
         ]
 
 
-def probe(engine: Engine) -> Capabilities:
-    """Probe the cluster behind ``engine`` (see :func:`hybrid_es.connect`).
+def _licence_line(row: LicenceRow) -> str:
+    if row.needs.startswith("n/a"):
+        return f"{row.feature}: {row.needs}"
+    verdict = {True: "yes", False: "no", None: "unknown"}[row.allowed]
+    return f"{row.feature}: {verdict} (needs {row.needs})"
+
+
+def probe(
+    engine: Engine, *, writes: bool = False, layout: IndexLayout | None = None
+) -> Capabilities:
+    """Probe the cluster behind ``engine`` (see :func:`hybrid_es.connect`) with read APIs only;
+    ``writes=True`` also settles what only a write can (vector index types, the role store) with
+    probe objects that it removes. ``layout`` names the indices whose privileges are checked
+    (default: the default index names).
 
     Raises:
-        EngineUnavailableError / AuthenticationError: the cluster cannot be reached or refuses us.
+        EngineUnavailableError / AuthenticationError: the cluster cannot be reached or refuses the
+        credentials (401). Missing privileges are reported, not raised.
     """
+    layout = layout or IndexLayout(
+        chunks=DEFAULT_CHUNKS_INDEX,
+        packets=DEFAULT_PACKETS_INDEX,
+        traces=DEFAULT_TRACES_INDEX,
+        corpus_state=DEFAULT_CORPUS_STATE_INDEX,
+    )
     if engine.flavor == "opensearch":
-        return _probe_opensearch(engine)
-    return _probe_elasticsearch(engine)
+        caps = _probe_opensearch(engine, writes=writes)
+    else:
+        caps = _probe_elasticsearch(engine, writes=writes, layout=layout)
+    storage, why = probe_trace_storage(engine)
+    return caps.model_copy(update={"trace_storage": storage, "notes": (*caps.notes, why)})
 
 
 def native_fusion_works(engine: Engine, method: str) -> tuple[bool, str]:
@@ -129,57 +208,118 @@ def fuses_per_shard(engine: Engine) -> bool:
 # -- Elasticsearch ---------------------------------------------------------------------------
 
 
-def _probe_elasticsearch(engine: Engine) -> Capabilities:
+def _probe_elasticsearch(engine: Engine, *, writes: bool, layout: IndexLayout) -> Capabilities:
     notes: list[str] = []
-    node = engine.node_info()
+    user, security = _es_authenticate(engine)
+    node = _node_info(engine, notes)
     version = str(node.get("version", engine.version))
     modules = tuple(sorted(m["name"] for m in node.get("modules", []) if "name" in m))
-    security = _es_security_enabled(engine)
+    licence, status = _es_license(engine, notes)
+    matrix = licence_matrix("elasticsearch", licence, status or "active")
     rrf, rrf_note = _retriever_works(engine, "rrf")
     linear, _ = _retriever_works(engine, "linear")
     if not rrf:
         notes.append(rrf_note)
-    options = tuple(
-        o for o in ("hnsw", "int8_hnsw", "bbq_hnsw") if _es_vector_type_works(engine, o)
+    options: tuple[str, ...] | None
+    if writes:
+        options = tuple(o for o in _ES_VECTOR_TYPES if _es_vector_type_works(engine, o))
+    else:
+        options = _es_vector_types_simulated(engine, notes)
+    if not security:
+        store, store_note = False, "security is off: no roles, no document-level security"
+    elif writes:
+        store, store_note = _es_role_store(engine, matrix[0].allowed)
+    else:
+        store, store_note = _es_role_store_derived(matrix[0], modules if node else None)
+    notes.append(store_note)
+    privileges = (
+        elasticsearch_access(engine, layout) if security else everyone_may("security is off")
     )
-    store, store_note = _es_role_store(engine) if security else (False, "security off")
-    if store_note:
-        notes.append(store_note)
     return Capabilities(
         flavor="elasticsearch",
         server_version=version,
-        license_type=_es_license(engine),
+        license_type=licence,
+        license_status=status,
         security_enabled=security,
         native_rrf=rrf,
         linear_retriever=linear,
-        knn=bool(options),
+        knn=None if options is None else bool(options),
         index_options=options,
-        analyzers=tuple(a for a in _ANALYZERS if engine.analyzer_works(a)),
+        analyzers=_analyzers(engine, notes),
         native_security_store=store,
         modules=modules,
         notes=tuple(notes),
+        user=user,
+        licence=matrix,
+        privileges=privileges,
+        writes_probed=writes,
     )
 
 
-def _es_license(engine: Engine) -> str | None:
+def _es_authenticate(engine: Engine) -> tuple[str | None, bool]:
+    """Who the credentials are, and whether security is on (a cluster without security has no
+    ``_security`` API)."""
     try:
-        return str(
-            engine.request("GET", "/_license", what="reading the licence")["license"]["type"]
-        )
-    except EngineError:
-        return None
-
-
-def _es_security_enabled(engine: Engine) -> bool:
-    try:
-        engine.request("GET", "/_security/_authenticate", what="authentication")
-        return True
+        who = engine.request("GET", "/_security/_authenticate", what="authentication")
     except AuthenticationError as exc:
         if exc.status == 401:
             raise
-        return False
+        return None, False
     except EngineError:
-        return False
+        return None, False
+    return (str(who["username"]) if who.get("username") else None), True
+
+
+def _node_info(engine: Engine, notes: list[str]) -> dict[str, Any]:
+    try:
+        return engine.node_info()
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        notes.append(
+            "the credentials may not read node info (cluster privilege monitor): modules and "
+            "plugins unknown"
+        )
+        return {}
+
+
+def _es_license(engine: Engine, notes: list[str]) -> tuple[str | None, str | None]:
+    """The licence's type and status; (None, None) when it cannot be read."""
+    try:
+        lic = engine.request("GET", "/_license", what="reading the licence")["license"]
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        notes.append(
+            "the credentials may not read the licence (cluster privilege monitor): the licence "
+            "matrix is unknown"
+        )
+        return None, None
+    except EngineError:
+        return None, None
+    return str(lic["type"]), str(lic.get("status", "active"))
+
+
+def _analyzers(engine: Engine, notes: list[str]) -> tuple[str, ...]:
+    """The analyzers the cluster has: asked of the analyze API, or where the credentials may
+    not call it (a bootstrap credential without cluster ``manage``), of the template simulation,
+    which validates a mapping's analyzers."""
+    found = tuple(a for a in _ANALYZERS if engine.analyzer_works(a))
+    if found:  # `standard` always exists: nothing found means the analyze API was refused
+        return found
+    simulated = []
+    for analyzer in _ANALYZERS:
+        text = {"type": "text", "analyzer": analyzer}
+        accepted = _simulated(engine, {"mappings": {"properties": {"t": text}}})
+        if accepted is None:
+            notes.append(
+                "analyzers unknown: the credentials may call neither the analyze API nor the "
+                "template simulation"
+            )
+            return ()
+        if accepted:
+            simulated.append(analyzer)
+    return tuple(simulated)
 
 
 def _retriever_works(engine: Engine, kind: str) -> tuple[bool, str]:
@@ -207,65 +347,125 @@ def _retriever_works(engine: Engine, kind: str) -> tuple[bool, str]:
         return False, f"{kind}: probe failed: {reason}"
 
 
+def _es_vector_mapping(option: str) -> dict[str, Any]:
+    vector = {"type": "dense_vector", "dims": 64, "similarity": "cosine"}
+    return {"properties": {"v": {**vector, "index_options": {"type": option}}}}
+
+
 def _es_vector_type_works(engine: Engine, option: str) -> bool:
-    mapping = {
-        "properties": {
-            "v": {
-                "type": "dense_vector",
-                "dims": 64,
-                "similarity": "cosine",
-                "index_options": {"type": option},
-            }
-        }
-    }
-    return _index_can_be_created(engine, {"mappings": mapping})
+    return _index_can_be_created(engine, {"mappings": _es_vector_mapping(option)})
 
 
-def _es_role_store(engine: Engine) -> tuple[bool, str]:
-    """Whether native roles (and so API keys with role descriptors) can be stored.
+def _es_vector_types_simulated(engine: Engine, notes: list[str]) -> tuple[str, ...] | None:
+    """The vector index types whose mapping the cluster accepts, asked of the template
+    simulation (which validates the mapping and stores nothing); None when the credentials may
+    not simulate."""
+    found = []
+    for option in _ES_VECTOR_TYPES:
+        accepted = _simulated(engine, {"mappings": _es_vector_mapping(option)})
+        if accepted is None:
+            notes.append(
+                "vector index types: not probed (simulating a template needs the cluster "
+                "privilege manage_index_templates; or probe with --probe-writes)"
+            )
+            return None
+        if accepted:
+            found.append(option)
+    return tuple(found)
 
-    On Elasticsearch's integ-test zip the security index cannot be created (its mapping needs
-    the analysis-common module), so native users, roles and API keys are unavailable there.
-    """
+
+def _es_role_store(engine: Engine, dls_licensed: bool | None) -> tuple[bool, str]:
+    """Store and delete a probe role with document-level security: whether native roles (and so
+    API keys with role descriptors) can be stored. On Elasticsearch's integ-test zip the security
+    index cannot be created (its mapping needs the analysis-common module)."""
     name = f"hybrid-es-capability-probe-{uuid.uuid4().hex[:8]}"
+    dls = {"names": ["hybrid-es-capability-probe-none"], "privileges": ["read"]}
     try:
         engine.request(
             "PUT",
             f"/_security/role/{name}",
-            body={"indices": [{"names": ["none"], "privileges": ["read"]}]},
-            what="storing a probe role",
+            body={"indices": [{**dls, "query": {"match_none": {}}}]},
+            what="probe role",
         )
-        engine.request("DELETE", f"/_security/role/{name}", what="deleting a probe role")
-        return True, ""
     except EngineError as exc:
-        return False, f"native users/roles/API keys unavailable: {exc.message[:200]}"
+        return False, f"roles with document-level security cannot be stored: {exc.message[:200]}"
+    finally:
+        with contextlib.suppress(EngineError):
+            engine.request("DELETE", f"/_security/role/{name}", what="deleting a probe role")
+    if not dls_licensed:
+        return False, (
+            "a probe role was stored (and deleted), but the licence does not allow "
+            "document-level security"
+        )
+    return True, "roles with document-level security: a probe role was stored and deleted"
+
+
+def _es_role_store_derived(dls: LicenceRow, modules: tuple[str, ...] | None) -> tuple[bool, str]:
+    """Whether roles with document-level security can be stored and enforced, from read APIs:
+    the licence, and the analysis-common module that the security index's mapping needs."""
+    sure = "; --probe-writes stores and deletes a probe role to be sure"
+    if dls.allowed is None:
+        return False, "roles with document-level security: unknown (the licence is unreadable)"
+    if not dls.allowed:
+        return False, (
+            "roles with document-level security: the licence does not allow document-level "
+            f"security (needs {dls.needs})"
+        )
+    if modules is None:
+        return False, "roles with document-level security: unknown (node info is unreadable)" + sure
+    if "analysis-common" not in modules:
+        return False, (
+            "native users/roles/API keys unavailable: the security index needs the "
+            "analysis-common module, which this node lacks (from node info)" + sure
+        )
+    return True, "roles with document-level security: derived from the licence and node info" + sure
 
 
 # -- OpenSearch ------------------------------------------------------------------------------
 
 
-def _probe_opensearch(engine: Engine) -> Capabilities:
+def _probe_opensearch(engine: Engine, *, writes: bool) -> Capabilities:
     notes: list[str] = []
-    try:
-        node = engine.node_info()
-    except AuthenticationError as exc:
-        if exc.status == 401:
-            raise
-        node = {}
-        notes.append("the credentials may not read node info: plugins and modules unknown")
+    node = _node_info(engine, notes)
     version = str(node.get("version", engine.version))
     modules = tuple(sorted(m["name"] for m in node.get("modules", []) if "name" in m))
     plugins = tuple(sorted(p["name"] for p in node.get("plugins", []) if "name" in p))
-    security = _os_security_enabled(engine)
+    authinfo = _os_authinfo(engine)
+    security = authinfo is not None
     rrf, rrf_note = _hybrid_works(engine, "rrf")
     linear, linear_note = _hybrid_works(engine, "linear")
     notes += [n for n in (rrf_note, linear_note) if n]
-    knn = _index_can_be_created(engine, _os_knn_index(), notes)
+    knn: bool | None
+    if writes:
+        knn = _index_can_be_created(engine, _os_knn_index(), notes)
+    elif node and "opensearch-knn" not in plugins:
+        knn = False
+        notes.append("no k-NN: the opensearch-knn plugin is missing")
+    else:
+        knn = _simulated(engine, _os_knn_index())
+        if knn is None:
+            notes.append(
+                "k-NN index: not probed (simulating a template needs "
+                "cluster_manage_index_templates; or probe with --probe-writes)"
+            )
     store = False
-    if security:
-        store, store_note = _os_role_store(engine)
+    privileges = everyone_may("the security plugin is off")
+    if authinfo is not None:
+        store, store_note = _os_role_store(engine, writes=writes)
         if store_note:
             notes.append(store_note)
+        privileges = tuple(
+            a.model_copy(
+                update={
+                    "allowed": store,
+                    "missing": () if store else ("access to the security plugin's REST API",),
+                    "basis": "read a role through the security plugin's REST API",
+                }
+            )
+            if a.command == "bootstrap --tenant"
+            else a
+            for a in opensearch_access(authinfo)
+        )
     else:
         notes.append("the security plugin is off or missing: no document-level security roles")
     return Capabilities(
@@ -276,13 +476,17 @@ def _probe_opensearch(engine: Engine) -> Capabilities:
         native_rrf=rrf,
         linear_retriever=linear,
         knn=knn,
-        index_options=("lucene",) if knn else (),
-        analyzers=tuple(a for a in _ANALYZERS if engine.analyzer_works(a)),
+        index_options=None if knn is None else ("lucene",) if knn else (),
+        analyzers=_analyzers(engine, notes),
         native_security_store=store,
         modules=modules,
         plugins=plugins,
         notes=tuple(notes),
         rrf_rank_constant_at=engine.rrf_rank_constant_at or "parameters",
+        user=str(authinfo.get("user_name") or "") or None if authinfo else None,
+        licence=licence_matrix("opensearch", None),
+        privileges=privileges,
+        writes_probed=writes,
     )
 
 
@@ -334,16 +538,16 @@ def _hybrid_works(engine: Engine, method: str) -> tuple[bool, str]:
     return False, f"{method}: native fusion probe failed ({reason}); fused client-side"
 
 
-def _os_security_enabled(engine: Engine) -> bool:
+def _os_authinfo(engine: Engine) -> dict[str, Any] | None:
+    """The security plugin's account of the credentials (user, roles); None without it."""
     try:
-        engine.request("GET", "/_plugins/_security/authinfo", what="authentication")
-        return True
+        return dict(engine.request("GET", "/_plugins/_security/authinfo", what="authentication"))
     except AuthenticationError as exc:
         if exc.status == 401:
             raise
-        return False
+        return None
     except EngineError:
-        return False
+        return None
 
 
 def _os_knn_index() -> dict[str, Any]:
@@ -354,16 +558,51 @@ def _os_knn_index() -> dict[str, Any]:
     }
 
 
-def _os_role_store(engine: Engine) -> tuple[bool, str]:
-    """Whether the security plugin's REST API takes roles from these credentials."""
+def _os_role_store(engine: Engine, *, writes: bool) -> tuple[bool, str]:
+    """Whether the security plugin's REST API takes roles from these credentials: a role is read
+    (only a REST API admin may), or with ``writes`` a probe role stored and deleted."""
+    api = "/_plugins/_security/api/roles"
     try:
-        engine.request("GET", "/_plugins/_security/api/roles/all_access", what="reading roles")
+        if not writes:
+            engine.request("GET", f"{api}/all_access", what="reading roles")
+            return True, ""
+        name = f"hybrid-es-capability-probe-{uuid.uuid4().hex[:8]}"
+        permission = {"index_patterns": ["hybrid-es-capability-probe-none"], "dls": "{}"}
+        body = {"index_permissions": [{**permission, "allowed_actions": ["read"]}]}
+        try:
+            engine.request("PUT", f"{api}/{name}", body=body, what="storing a probe role")
+        finally:
+            with contextlib.suppress(EngineError):
+                engine.request("DELETE", f"{api}/{name}", what="deleting a probe role")
         return True, ""
     except EngineError as exc:
         return False, f"security plugin roles cannot be managed: {exc.message[:200]}"
 
 
 # -- shared ----------------------------------------------------------------------------------
+
+
+def _simulated(engine: Engine, template: dict[str, Any]) -> bool | None:
+    """Whether an index with these settings and mappings could be created, asked of the
+    template simulation, which validates them and stores nothing; None when the credentials
+    may not simulate. The pattern matches no index and the priority is drawn at random, so that
+    no installed template (equal priority and overlapping patterns is an error) is in the way."""
+    body = {
+        "index_patterns": [f"hybrid-es-capability-probe-{uuid.uuid4().hex[:12]}"],
+        "priority": 2**40 + uuid.uuid4().int % 2**40,
+        "template": template,
+    }
+    try:
+        engine.request(
+            "POST", "/_index_template/_simulate", body=body, what="simulating a template"
+        )
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        return None
+    except EngineError:
+        return False
+    return True
 
 
 def _index_can_be_created(

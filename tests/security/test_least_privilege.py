@@ -1,0 +1,283 @@
+"""Least privilege against the real cluster: each shipped role is enough for its commands, and the
+cluster itself refuses what the role leaves out.
+
+The roles are ``es_templates/roles`` (Elasticsearch) and ``es_templates/opensearch/roles``. On the
+Elasticsearch node of ``scripts/es.sh`` they live in the file realm (the integ-test zip cannot
+store native roles), with a user of each role's name and the node's password; on OpenSearch this
+module installs them through the security plugin's REST API, with internal users, and removes
+them afterwards. Tenants' records are ingested by the superuser; everything after that runs as
+``hybrid-es-app`` (the demo's search, packet and trace steps), ``hybrid-es-ingest`` or
+``hybrid-es-admin``, and every refusal is the node's own 403, translated to the package's
+permission error (``AuthenticationError``, exit status 77 on the command line).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from hybrid_es.cluster.bootstrap import bootstrap
+from hybrid_es.cluster.capabilities import Capabilities, probe
+from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.errors import AuthenticationError, EngineError
+from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.models import Principal, RequestScope
+from hybrid_es.packets.service import PacketService
+from hybrid_es.packets.store import PacketStore
+from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
+from hybrid_es.tenancy import IndexLayout
+from hybrid_es.traces.hooks import search_hook
+from hybrid_es.traces.reader import TraceReader
+from hybrid_es.traces.storage import TraceStorage, trace_storage
+from hybrid_es.traces.writer import TraceWriter
+from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents
+
+pytestmark = pytest.mark.integration
+
+ROLES = ("hybrid-es-admin", "hybrid-es-ingest", "hybrid-es-app")
+OPENSEARCH_ROLES = Path(__file__).resolve().parents[2] / "es_templates" / "opensearch" / "roles"
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+CASE = "JPN-2026-0417"
+QUERY = "KYO-H12 April roll-in shower rate"
+SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14), booking_ids=(CASE,))
+AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+
+
+@dataclass
+class Users:
+    """An engine per shipped role, connected as that role's user."""
+
+    admin: Engine
+    ingest: Engine
+    app: Engine
+    settings: dict[str, Settings]
+
+
+def _opensearch_users(es: Engine, settings: Settings) -> dict[str, Settings]:
+    """The shipped OpenSearch roles, installed as they are, and an internal user for each."""
+    api = "/_plugins/_security/api"
+    out = {}
+    for role in ROLES:
+        body = json.loads((OPENSEARCH_ROLES / f"{role}.json").read_text(encoding="utf-8"))
+        es.request("PUT", f"{api}/roles/{role}", body=body, what="installing a test role")
+        password = f"Lp-{secrets.token_hex(8)}-Aa1!"
+        es.request(
+            "PUT",
+            f"{api}/internalusers/{role}",
+            body={"password": password, "opendistro_security_roles": [role]},
+            what="creating a test user",
+        )
+        out[role] = settings.model_copy(update={"username": role, "password": SecretStr(password)})
+    return out
+
+
+@pytest.fixture(scope="module")
+def users(es, settings) -> Iterator[Users]:  # type: ignore[no-untyped-def]
+    try:
+        if es.flavor == "opensearch":
+            by_role = _opensearch_users(es, settings)
+        else:  # the file realm of scripts/es.sh: one user per role, the node's password
+            by_role = {r: settings.model_copy(update={"username": r}) for r in ROLES}
+        try:
+            engines = {r: connect(s) for r, s in by_role.items()}
+            for role, engine in engines.items():
+                assert probe(engine).user == role
+        except AuthenticationError as exc:
+            pytest.fail(
+                f"the {es.flavor} node has no user for each shipped role ({exc}); start it with "
+                "scripts/es.sh, which renders es_templates/roles into the file realm"
+            )
+        yield Users(
+            engines["hybrid-es-admin"],
+            engines["hybrid-es-ingest"],
+            engines["hybrid-es-app"],
+            by_role,
+        )
+    finally:
+        if es.flavor == "opensearch":
+            api = "/_plugins/_security/api"
+            for role in ROLES:
+                for what in ("internalusers", "roles"):
+                    try:
+                        es.request("DELETE", f"{api}/{what}/{role}", what="cleanup")
+                    except EngineError as exc:
+                        if exc.status != 404:
+                            raise
+
+
+@dataclass
+class World:
+    layout: IndexLayout
+    storage: TraceStorage
+
+
+@pytest.fixture(scope="module")
+def world(es, settings, bootstrapped) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    """Both tenants' travel records, ingested by the superuser into this module's own indices
+    (names the roles' patterns cover), and an own trace storage."""
+    tag = uuid.uuid4().hex[:10]
+    layout = IndexLayout(
+        chunks=f"hybrid-es-chunks-lp-{tag}",
+        packets=f"hybrid-es-packets-lp-{tag}",
+        traces=f"hybrid-es-traces-lp-{tag}",
+        corpus_state=f"hybrid-es-corpus-state-lp-{tag}",
+    )
+    storage = trace_storage(es, settings, base=layout.traces)
+    for index in (layout.packets, layout.corpus_state):
+        es.create_index(index)  # what bootstrap creates
+    ingestor = Ingestor(
+        es, HashEmbedder(), layout=layout, corpus_state=CorpusState(es, layout.corpus_state)
+    )
+    ingest_as_owners(ingestor, travel_documents(), now=NOW)
+    yield World(layout, storage)
+    if storage.is_stream:
+        es.request("DELETE", f"/_data_stream/{storage.stream}", what="cleanup")
+    es.delete_index(
+        ",".join([f"{layout.chunks}*", layout.packets, layout.corpus_state, storage.pattern])
+    )
+
+
+def _searcher(engine: Engine, world: World, writer: TraceWriter) -> HybridSearcher:
+    hook = search_hook(writer)
+    return HybridSearcher(
+        engine, HashEmbedder(), layout=world.layout, on_response=hook, on_error=hook.on_error
+    )
+
+
+def test_the_app_runs_the_demo_search_packet_and_traces_flow(users, world, es):
+    writer = TraceWriter(users.app, world.storage, flush_interval=0.05)
+    searcher = _searcher(users.app, world, writer)
+    # Demo step 3: search as demo-A's travel agent.
+    found = searcher.search(QUERY, AGENT, SCOPE, now=NOW)
+    assert "D1-current-contract" in {h.doc_id for h in found.hits}
+    # Steps 7-8: build the packet, revalidate it for a follow-up, render it as model context.
+    service = PacketService(
+        searcher,
+        PacketStore(users.app, world.layout.packets),
+        ttl=timedelta(minutes=10),
+        on_event=search_hook(writer).packet_event,
+    )
+    stored = service.build(CASE, "KYO-H12", QUERY, AGENT, SCOPE, now=NOW)
+    pid = stored.manifest.packet_id
+    later = NOW + timedelta(minutes=1)
+    assert service.validate(pid, AGENT, scope=SCOPE, now=later).kind == "reuse"
+    verdict, rendered = service.render(pid, AGENT, scope=SCOPE, now=later)
+    assert verdict.kind == "reuse" and rendered is not None
+    # Every trace reached the cluster, written by the app's own credentials.
+    stats = writer.close()
+    assert (stats.dropped, stats.errors) == (0, 0), stats
+    assert stats.written >= 3
+    es.refresh(world.storage.pattern)
+    traces = TraceReader(users.app, world.storage).tail(AGENT, n=20)
+    assert {"search", "packet_build", "packet_validate"} <= {t["event"]["action"] for t in traces}
+
+
+def test_the_app_may_not_write_chunks(users, world, es):
+    index = world.layout.chunks_for("demo-A")
+    before = es.count(index)
+    with pytest.raises(AuthenticationError) as direct:
+        users.app.index(index, {"tenant": "demo-A", "search_payload": "planted"}, id="planted")
+    assert direct.value.status == 403
+    ingestor = Ingestor(
+        users.app,
+        HashEmbedder(),
+        layout=world.layout,
+        corpus_state=CorpusState(users.app, world.layout.corpus_state),
+    )
+    with pytest.raises(AuthenticationError) as via_ingest:
+        ingestor.ingest(travel_documents("D1-current-contract"), owner("demo-A"), now=NOW)
+    assert via_ingest.value.status == 403
+    assert "lack" in via_ingest.value.message  # the product's message, not the client's
+    es.refresh(index)
+    assert es.count(index) == before
+
+
+def test_ingest_may_not_read_packets(users, world, es):
+    packet = PacketService(
+        HybridSearcher(es, HashEmbedder(), layout=world.layout),
+        PacketStore(es, world.layout.packets),
+    ).build(CASE, "KYO-H12", QUERY, AGENT, SCOPE, now=NOW)
+    with pytest.raises(AuthenticationError) as refused:
+        PacketStore(users.ingest, world.layout.packets).find(AGENT, packet.manifest.packet_id)
+    assert refused.value.status == 403
+    assert "lack" in refused.value.message
+
+
+def test_ingest_creates_a_tenants_index_and_writes_its_chunks(users, world, es):
+    # A layout of its own: the first ingest of a tenant creates its chunks index.
+    tag = uuid.uuid4().hex[:10]
+    layout = IndexLayout(
+        chunks=f"hybrid-es-chunks-lpi-{tag}",
+        packets=world.layout.packets,
+        traces=world.layout.traces,
+        corpus_state=f"hybrid-es-corpus-state-lpi-{tag}",
+    )
+    es.create_index(layout.corpus_state)  # bootstrap's, not ingest's
+    try:
+        ingestor = Ingestor(
+            users.ingest,
+            HashEmbedder(),
+            layout=layout,
+            corpus_state=CorpusState(users.ingest, layout.corpus_state),
+        )
+        report = ingestor.ingest(travel_documents("D1-current-contract"), owner("demo-A"), now=NOW)
+        assert report.chunks >= 1 and not report.failed
+        assert es.index_exists(layout.chunks_for("demo-A"))
+    finally:
+        es.delete_index(f"{layout.chunks}*,{layout.corpus_state}")
+
+
+def _allowed(caps: Capabilities) -> dict[str, bool | None]:
+    return {a.command: a.allowed for a in caps.privileges}
+
+
+def test_each_users_report_says_what_it_may_do(users, es):
+    # Elasticsearch answers for the credentials (_has_privileges); OpenSearch by role name, and
+    # "unknown" for anything else.
+    refused = False if es.flavor == "elasticsearch" else None
+    app = _allowed(probe(users.app))
+    assert {c: app[c] for c in ("search", "packets", "traces")} == dict.fromkeys(
+        ("search", "packets", "traces"), True
+    )
+    assert app["ingest"] is refused and app["bootstrap"] is refused
+    ingest = _allowed(probe(users.ingest))
+    assert ingest["ingest"] is True
+    assert ingest["packets"] is refused and ingest["bootstrap"] is refused
+    admin = _allowed(probe(users.admin))
+    assert admin["bootstrap"] is True and admin["traces prune"] is True
+    assert admin["search"] is refused and admin["ingest"] is refused
+
+
+def test_the_admin_bootstraps_and_the_app_may_not(users, settings, es):
+    report = bootstrap(users.admin, probe(users.admin, layout=settings.layout()), settings)
+    assert report.applied and not report.conflicts
+    with pytest.raises(AuthenticationError) as refused:
+        bootstrap(users.app, probe(users.app, layout=settings.layout()), settings)
+    assert refused.value.status == 403
+    if es.flavor == "elasticsearch":  # the preflight's refusal, before anything is sent
+        assert "may not bootstrap" in refused.value.message
+        assert "nothing was written" in refused.value.message
+
+
+def test_installing_tenant_roles_needs_more_than_the_admin_role(users, settings, es):
+    caps = probe(users.admin, layout=settings.layout())
+    if es.flavor == "elasticsearch" and not caps.native_security_store:
+        # The integ-test zip stores no roles: they are skipped with the reason, the rest installed.
+        report = bootstrap(users.admin, caps, settings, tenants=("demo-A",))
+        (role,) = [a for a in report.actions if a.kind == "role"]
+        assert role.status == "skipped" and "cannot store roles" in role.diff
+        return
+    with pytest.raises(AuthenticationError) as refused:
+        bootstrap(users.admin, caps, settings, tenants=("demo-A",))
+    assert "may not install the tenant reader roles" in refused.value.message
+    assert "nothing was written" in refused.value.message
