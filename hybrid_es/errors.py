@@ -33,6 +33,9 @@ from typing import Any
 class HybridEsError(Exception):
     """Base class; ``hint`` says what the user can do about it."""
 
+    trace_id: str | None = None
+    """Set on an error that a search raised: its trace id (the requests' ``X-Opaque-Id``)."""
+
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -161,16 +164,93 @@ def _timed_out(engine: str, url: str, what: str) -> SearchTimeoutError:
     )
 
 
-def _unreachable(engine: str, url: str, exc: BaseException) -> EngineUnavailableError:
+def _unreachable(engine: str, url: str, exc: BaseException) -> HybridEsError:
+    tls = tls_error(engine, url, exc)
+    if tls is not None:
+        return tls
+    if url.startswith("http://") and "closed connection without response" in _chain_text(exc):
+        # What an HTTPS port does with plain HTTP (Elasticsearch 8+ serves HTTPS by default).
+        return EngineUnavailableError(
+            f"{engine} at {url} closed the connection without answering",
+            hint="if the cluster serves HTTPS, use https:// in HYBRID_ES_URL (and set "
+            "HYBRID_ES_CA_CERTS to its CA file)",
+        )
     script = "scripts/opensearch.sh" if engine == "OpenSearch" else "scripts/es.sh"
     hint = f"start a local node with `{script} start`, or set HYBRID_ES_URL"
-    text = str(exc)
-    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
-        return EngineUnavailableError(
-            f"the TLS certificate of {engine} at {url} cannot be verified",
-            hint="set HYBRID_ES_CA_CERTS to the CA file that signed the cluster's certificate",
-        )
     return EngineUnavailableError(f"cannot reach {engine} at {url}", hint=hint)
+
+
+_VERIFY_FAILED = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed")
+
+
+def tls_error(server: str, url: str, exc: BaseException) -> HybridEsError | None:
+    """A TLS failure (as the clients and urllib3 word it) as one error naming the setting to fix;
+    None when ``exc`` is no TLS failure. An expired certificate is the server's to renew
+    (EngineUnavailableError); the rest are this side's settings (ConfigurationError).
+
+    Only the kind of failure is read from the exception: its text is not shown."""
+    text = _chain_text(exc)
+    if not any(kind in text for kind in ("SSLError", "TlsError", "CertificateError")):
+        return None
+    where = f"the TLS certificate of {server} at {url}"
+    if "Fingerprints did not match" in text or "fingerprint mismatch" in text.lower():
+        return ConfigurationError(
+            f"{where} does not match HYBRID_ES_SSL_ASSERT_FINGERPRINT",
+            hint="set it to the SHA-256 fingerprint of the certificate the cluster serves (or of "
+            "its CA): `openssl x509 -in http_ca.crt -noout -fingerprint -sha256`",
+        )
+    if "certificate has expired" in text:
+        return EngineUnavailableError(
+            f"{where} has expired",
+            hint="renew the certificate on the cluster (and check this machine's clock); "
+            "HYBRID_ES_URL names the server",
+        )
+    if any(m in text for m in ("Hostname mismatch", "IP address mismatch", "doesn't match")):
+        return ConfigurationError(
+            f"{where} does not name the host in HYBRID_ES_URL",
+            hint="connect with a host name that the certificate names (its subjectAltName), or "
+            "re-issue the certificate with this host in it",
+        )
+    if any(m in text for m in _VERIFY_FAILED):
+        return ConfigurationError(
+            f"{where} is not signed by a CA this client trusts",
+            hint="set HYBRID_ES_CA_CERTS to the PEM file of the CA that signed it (a default "
+            "Elasticsearch install writes config/certs/http_ca.crt), or "
+            "HYBRID_ES_SSL_ASSERT_FINGERPRINT to that CA's SHA-256 fingerprint",
+        )
+    if "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
+        return ConfigurationError(
+            f"{server} at {url} does not speak TLS on that port",
+            hint="use http:// in HYBRID_ES_URL, or the port where the cluster serves HTTPS",
+        )
+    return None
+
+
+def _chain_text(exc: BaseException, depth: int = 0) -> str:
+    """What an exception and the ones behind it say: elastic-transport keeps the TLS reason in
+    ``message``, ``errors`` and the cause (its own text can be just "TLS error")."""
+    parts = [type(exc).__name__, str(exc), str(getattr(exc, "message", ""))]
+    if depth < 4:
+        errors = getattr(exc, "errors", ())
+        nested = [*(errors if isinstance(errors, tuple | list) else ()), exc.__cause__]
+        parts += [_chain_text(e, depth + 1) for e in nested if isinstance(e, BaseException)]
+    return " ".join(parts)
+
+
+def missing_credentials(url: str, *, username: str | None = None) -> ConfigurationError:
+    """The error for a cluster that demands credentials (HTTP 401) when none are configured."""
+    half = (
+        f"HYBRID_ES_USERNAME is set ({username}) but HYBRID_ES_PASSWORD is not; "
+        if username
+        else ""
+    )
+    return ConfigurationError(
+        f"the cluster at {url} demands credentials, and none are configured ({half}no API key, "
+        "bearer token, or user and password)",
+        hint="set HYBRID_ES_API_KEY, or HYBRID_ES_BEARER_AUTH, or HYBRID_ES_USERNAME and "
+        "HYBRID_ES_PASSWORD (for Elastic Cloud with HYBRID_ES_CLOUD_ID; a start-local install is "
+        "read from elastic-start-local/.env, see HYBRID_ES_START_LOCAL_ENV)",
+    )
 
 
 def _translate_opensearch(exc: BaseException, *, url: str, what: str) -> HybridEsError | None:
@@ -202,7 +282,8 @@ def from_error_body(
     if status == 401:
         return AuthenticationError(
             f"the cluster at {url} rejected the credentials",
-            hint="check HYBRID_ES_USERNAME/HYBRID_ES_PASSWORD or HYBRID_ES_API_KEY",
+            hint="check HYBRID_ES_USERNAME/HYBRID_ES_PASSWORD, HYBRID_ES_API_KEY or "
+            "HYBRID_ES_BEARER_AUTH",
             status=status,
         )
     if status == 403:

@@ -222,3 +222,6 @@ class SearchResponse(BaseModel):
     """chunk ids each leg returned (``sparse``, ``dense``), in rank order."""
     request_digest: str = ""
     """SHA-256 of the request bodies sent (query vector included): equal inputs, equal digest."""
+    trace_id: str = ""
+    """The search's trace id, drawn before its first request: the ``X-Opaque-Id`` its requests
+    carried (the cluster's slow log and tasks API show it) and the id of its trace."""

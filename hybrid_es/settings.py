@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
+from json import JSONDecodeError as JSONError
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
+from hybrid_es.errors import ConfigurationError
 from hybrid_es.tenancy import IndexLayout, TenancyMode
 
 DEFAULT_CHUNKS_INDEX = "hybrid-es-chunks"
 DEFAULT_PACKETS_INDEX = "hybrid-es-packets"
 DEFAULT_TRACES_INDEX = "hybrid-es-traces"
 DEFAULT_CORPUS_STATE_INDEX = "hybrid-es-corpus-state"
+DEFAULT_URL = "http://127.0.0.1:9200"
 
 
 class Settings(BaseSettings):
@@ -23,15 +33,35 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="HYBRID_ES_", extra="ignore", frozen=True)
 
-    url: str = "http://127.0.0.1:9200"
-    username: str | None = "elastic"
-    password: SecretStr | None = SecretStr("hybrid-es-dev")
+    # -- the connection (README "Connect to your cluster") -------------------------------------
+    url: str = DEFAULT_URL
+    """Where the cluster is; unset, Elastic's start-local ``.env`` is read when there is one."""
+    cloud_id: str | None = None
+    """An Elastic Cloud deployment's id, instead of ``url`` (Elasticsearch only)."""
+    username: str | None = None
+    password: SecretStr | None = None
     api_key: SecretStr | None = None
+    """An Elasticsearch API key (the encoded form); wins over a user and password."""
+    bearer_auth: SecretStr | None = None
+    """A bearer token (OAuth2, JWT, a service account token); wins over a user and password."""
     ca_certs: Path | None = None
     """A CA file (PEM) that signed the cluster's TLS certificate (a self-signed local node)."""
+    ssl_assert_fingerprint: str | None = None
+    """The SHA-256 fingerprint of a certificate to pin instead of a CA file: Elasticsearch's
+    ``http_ca.crt`` (or any certificate of the chain it serves); OpenSearch checks the node's
+    own certificate."""
     verify_certs: bool = True
+    """Off only to get at a cluster whose certificate cannot be checked: warned about loudly."""
     request_timeout: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
+    client_options: Annotated[dict[str, Any], NoDecode] = Field(default_factory=dict)
+    """Other keyword arguments for the client (``Elasticsearch(...)`` or ``OpenSearch(...)``),
+    as a JSON object, merged last. Credentials, TLS and where to connect are refused here:
+    they have their own settings, and one set twice would be ambiguous."""
+    start_local_env: Path | None = None
+    """Elastic start-local's ``.env`` file: read when ``url`` (and ``cloud_id``) are unset.
+    Default: ``./.env`` (when it holds ``ES_LOCAL_URL``), then ``./elastic-start-local/.env``;
+    set empty, no file is read. After loading: the file that was read, if any."""
 
     chunks_index: str = DEFAULT_CHUNKS_INDEX
     packets_index: str = DEFAULT_PACKETS_INDEX
@@ -58,6 +88,86 @@ class Settings(BaseSettings):
     """Key of the HMAC that traces keep instead of query text. Set one per deployment so that
     equal queries group across processes; unset, each process draws a random key. Without a
     key, a guessed query could be confirmed by hashing it."""
+    trace_storage: Literal["auto", "data-stream", "dated-indices"] = "auto"
+    """Where traces are written: ``auto`` probes the cluster once per process (a data stream
+    where it has data streams, else an index per day); pin it where the writer's credentials may
+    not probe."""
+    trace_retention_days: int = Field(default=30, ge=1, le=36500)
+    """How long the traces data stream keeps traces, where the cluster deletes them itself
+    (Elasticsearch's data stream lifecycle; installed by bootstrap)."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Explicit values (arguments, HYBRID_ES_*) first; start-local's .env only under them.
+        start_local = _StartLocalSource(settings_cls, (init_settings, env_settings))
+        return init_settings, env_settings, dotenv_settings, start_local, file_secret_settings
+
+    @field_validator(
+        "cloud_id", "username", "password", "api_key", "bearer_auth", "ssl_assert_fingerprint",
+        "ca_certs", "start_local_env", mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # HYBRID_ES_PASSWORD= (set, but empty) means no password, not an empty one.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _empty_url_is_the_default(cls, value: Any) -> Any:
+        return DEFAULT_URL if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("cloud_id")
+    @classmethod
+    def _cloud_id_decodes(cls, value: str | None) -> str | None:
+        if value is not None:
+            decode_cloud_id(value)  # ConfigurationError naming HYBRID_ES_CLOUD_ID
+        return value
+
+    @field_validator("ssl_assert_fingerprint")
+    @classmethod
+    def _fingerprint(cls, value: str | None) -> str | None:
+        return None if value is None else normalize_fingerprint(value)
+
+    @field_validator("client_options", mode="before")
+    @classmethod
+    def _client_options(cls, value: Any) -> dict[str, Any]:
+        return parse_client_options(value)
+
+    @model_validator(mode="after")
+    def _one_address(self) -> Settings:
+        if self.cloud_id and "url" in self.model_fields_set and self.url != DEFAULT_URL:
+            raise ConfigurationError(
+                "both HYBRID_ES_CLOUD_ID and HYBRID_ES_URL are set: they name where to connect "
+                "in two ways",
+                hint="keep one: HYBRID_ES_CLOUD_ID for an Elastic Cloud deployment, "
+                "HYBRID_ES_URL for any other cluster",
+            )
+        return self
+
+    def endpoint(self) -> str:
+        """The URL to connect to: ``url``, or the one that ``cloud_id`` names."""
+        return decode_cloud_id(self.cloud_id)[0] if self.cloud_id else self.url
+
+    def uses_tls(self) -> bool:
+        return self.endpoint().lower().startswith("https://")
+
+    def has_credentials(self) -> bool:
+        """Whether any credential is configured (an API key, a bearer token, a user and
+        password, or a user:password part in the URL)."""
+        parts = urlsplit(self.url)
+        return bool(
+            self.api_key
+            or self.bearer_auth
+            or (self.username and self.password)
+            or (not self.cloud_id and parts.username and parts.password)
+        )
 
     def layout(self) -> IndexLayout:
         """The index names of this deployment, by tenancy mode."""
@@ -70,16 +180,215 @@ class Settings(BaseSettings):
         )
 
     def redacted_url(self) -> str:
-        """The URL without any user:password part, safe for messages and logs."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        if ":" in host:  # IPv6 literal
-            host = f"[{host}]"
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+        """The URL (``endpoint()``) without any user:password part, safe for messages and logs."""
+        return redact_url(self.endpoint())
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         # The URL may carry user:password: a logged or printed Settings must not show it.
         for name, value in super().__repr_args__():
-            yield name, (self.redacted_url() if name == "url" else value)
+            yield name, (redact_url(self.url) if name == "url" else value)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without any user:password part, query or fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def configuration_error(exc: ValidationError) -> ConfigurationError:
+    """A settings validation error as one ConfigurationError naming the variables (never the
+    values given: a misplaced secret must not be echoed)."""
+    problems = []
+    for err in exc.errors():
+        name = "HYBRID_ES_" + "_".join(str(p) for p in err["loc"][:1]).upper()
+        problems.append(f"{name}: {str(err['msg']).removeprefix('Value error, ')}")
+    return ConfigurationError(
+        "invalid setting" + ("s" if len(problems) > 1 else "") + ": " + "; ".join(problems),
+        hint="fix the variable in the environment (or the value passed to Settings)",
+    )
+
+
+# -- connection settings: pure helpers ---------------------------------------------------------
+
+
+def decode_cloud_id(cloud_id: str) -> tuple[str, str | None]:
+    """The Elasticsearch URL and the Kibana URL (None when the id names none) of an Elastic
+    Cloud id (``name:base64(host[:port]$es-uuid$kibana-uuid)``), decoded as elasticsearch-py
+    decodes it. Raises ConfigurationError naming HYBRID_ES_CLOUD_ID when it does not decode."""
+    from elastic_transport.client_utils import parse_cloud_id
+
+    try:
+        parsed = parse_cloud_id(cloud_id)
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.es_address is None:
+        raise ConfigurationError(
+            "HYBRID_ES_CLOUD_ID does not decode to an Elastic Cloud deployment (expected "
+            "<name>:<base64 of host$elasticsearch-id$kibana-id>)",
+            hint="copy the Cloud ID again, whole, from the deployment's page in the Elastic "
+            "Cloud console",
+        )
+    (host, port), kibana = parsed.es_address, parsed.kibana_address
+    return f"https://{host}:{port}", (f"https://{kibana[0]}:{kibana[1]}" if kibana else None)
+
+
+def normalize_fingerprint(value: str) -> str:
+    """A SHA-256 fingerprint as 64 lowercase hex digits (colons and spaces dropped, as
+    Elasticsearch and ``openssl x509 -fingerprint -sha256`` print it). Raises
+    ConfigurationError naming HYBRID_ES_SSL_ASSERT_FINGERPRINT otherwise."""
+    digits = re.sub(r"[\s:]", "", value.strip()).lower()
+    digits = digits.removeprefix("sha256fingerprint=")  # openssl's own prefix
+    if not re.fullmatch(r"[0-9a-f]{64}", digits):
+        raise ConfigurationError(
+            f"HYBRID_ES_SSL_ASSERT_FINGERPRINT is not a SHA-256 fingerprint ({len(digits)} "
+            "characters; expected 64 hex digits, colons allowed)",
+            hint="print it with `openssl x509 -in http_ca.crt -noout -fingerprint -sha256` "
+            "(Elasticsearch also prints it at its first start)",
+        )
+    return digits
+
+
+_TLS_SETTINGS = "HYBRID_ES_CA_CERTS, HYBRID_ES_SSL_ASSERT_FINGERPRINT or HYBRID_ES_VERIFY_CERTS"
+REFUSED_CLIENT_OPTIONS = {
+    "hosts": "HYBRID_ES_URL",
+    "cloud_id": "HYBRID_ES_CLOUD_ID",
+    "basic_auth": "HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD",
+    "http_auth": "HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD",
+    "api_key": "HYBRID_ES_API_KEY",
+    "bearer_auth": "HYBRID_ES_BEARER_AUTH",
+    "ca_certs": "HYBRID_ES_CA_CERTS",
+    "verify_certs": "HYBRID_ES_VERIFY_CERTS",
+    "ssl_show_warn": "HYBRID_ES_VERIFY_CERTS",
+    "ssl_assert_fingerprint": "HYBRID_ES_SSL_ASSERT_FINGERPRINT",
+    "ssl_context": _TLS_SETTINGS,
+    "ssl_assert_hostname": _TLS_SETTINGS,
+    "use_ssl": "HYBRID_ES_URL (https://)",
+}
+"""Client options that HYBRID_ES_CLIENT_OPTIONS may not hold, and the settings to use instead:
+merged last, each would silently override where to connect, the credentials or the TLS checks.
+(A client certificate, ``client_cert``/``client_key``, passes: it adds to them.)"""
+_REFUSED_HEADERS = {"authorization": "HYBRID_ES_API_KEY or HYBRID_ES_BEARER_AUTH"}
+_OPTIONS_EXAMPLE = """give a JSON object, e.g. HYBRID_ES_CLIENT_OPTIONS='{"http_compress": true}'"""
+
+
+def parse_client_options(value: Any) -> dict[str, Any]:
+    """HYBRID_ES_CLIENT_OPTIONS (a JSON object, or a dict given in code) as a dict. Raises
+    ConfigurationError naming the variable for bad JSON, a value that is not an object, or an
+    option that has a setting of its own (:data:`REFUSED_CLIENT_OPTIONS`)."""
+    if value is None:
+        return {}
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            where = f" ({exc.msg} at character {exc.pos})" if isinstance(exc, JSONError) else ""
+            raise ConfigurationError(
+                f"HYBRID_ES_CLIENT_OPTIONS is not valid JSON{where}", hint=_OPTIONS_EXAMPLE
+            ) from None
+    if not isinstance(value, dict):
+        raise ConfigurationError(
+            f"HYBRID_ES_CLIENT_OPTIONS must be a JSON object, not {type(value).__name__}",
+            hint=_OPTIONS_EXAMPLE,
+        )
+    for key in value:
+        if key in REFUSED_CLIENT_OPTIONS:
+            raise ConfigurationError(
+                f"HYBRID_ES_CLIENT_OPTIONS may not set {key!r}: it would override where to "
+                "connect, the credentials or the TLS checks",
+                hint=f"set {REFUSED_CLIENT_OPTIONS[key]} instead",
+            )
+    headers = value.get("headers") or {}
+    if not isinstance(headers, dict):
+        raise ConfigurationError(
+            "HYBRID_ES_CLIENT_OPTIONS: 'headers' must be an object of header names to values",
+            hint='e.g. {"headers": {"X-Team": "search"}}',
+        )
+    for name in headers:
+        if str(name).lower() in _REFUSED_HEADERS:
+            raise ConfigurationError(
+                f"HYBRID_ES_CLIENT_OPTIONS may not set the {name} header",
+                hint=f"set {_REFUSED_HEADERS[str(name).lower()]} instead",
+            )
+    return dict(value)
+
+
+START_LOCAL_FILES = (Path(".env"), Path("elastic-start-local") / ".env")
+"""Where Elastic's start-local (``curl -fsSL https://elastic.co/start-local | sh``) leaves its
+settings, relative to the current directory, in the order they are looked at."""
+_CREDENTIALS = ("api_key", "bearer_auth", "username", "password")
+
+
+def read_start_local(path: Path) -> dict[str, str]:
+    """The connection settings in a start-local ``.env`` file: ``url`` from ``ES_LOCAL_URL``
+    (``${ES_LOCAL_PORT}`` and the like expanded), ``api_key`` from ``ES_LOCAL_API_KEY``, and
+    user ``elastic`` with ``ES_LOCAL_PASSWORD``. Empty when the file holds no ``ES_LOCAL_URL``
+    (a ``.env`` of something else)."""
+    from dotenv import dotenv_values
+
+    values = {k: (v or "").strip() for k, v in dotenv_values(path, interpolate=True).items()}
+    if not values.get("ES_LOCAL_URL"):
+        return {}
+    out = {"url": values["ES_LOCAL_URL"]}
+    if values.get("ES_LOCAL_API_KEY"):
+        out["api_key"] = values["ES_LOCAL_API_KEY"]
+    if values.get("ES_LOCAL_PASSWORD"):
+        out.update(username="elastic", password=values["ES_LOCAL_PASSWORD"])
+    return out
+
+
+def start_local_settings(given: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    """What start-local's ``.env`` adds to the explicitly ``given`` settings (arguments and
+    HYBRID_ES_* variables, by field name): nothing when ``url`` or ``cloud_id`` is given; only
+    the URL when any credential is given (explicit settings always win, and a file's API key
+    must not override a user's password). Raises ConfigurationError when HYBRID_ES_START_LOCAL_ENV
+    names a file that does not exist."""
+    if given.get("url") or given.get("cloud_id"):
+        return {}
+    named = given.get("start_local_env")
+    if named is not None and not str(named).strip():
+        return {}  # HYBRID_ES_START_LOCAL_ENV= (empty): do not look
+    if named is not None:
+        path = Path(named)
+        if not (path if path.is_absolute() else cwd / path).is_file():
+            raise ConfigurationError(
+                f"HYBRID_ES_START_LOCAL_ENV names {path}, which is not a file",
+                hint="point it at start-local's .env (elastic-start-local/.env), or unset it",
+            )
+        candidates: tuple[Path, ...] = (path,)
+    else:
+        candidates = START_LOCAL_FILES
+    for path in candidates:
+        full = path if path.is_absolute() else cwd / path
+        if not full.is_file():
+            continue
+        found: dict[str, Any] = read_start_local(full)
+        if not found:
+            continue
+        if any(given.get(name) for name in _CREDENTIALS):
+            found = {"url": found["url"]}
+        return {**found, "start_local_env": full}
+    return {}
+
+
+class _StartLocalSource(PydanticBaseSettingsSource):
+    """start-local's ``.env`` as a settings source, under the explicit ones it is given."""
+
+    def __init__(
+        self, settings_cls: type[BaseSettings], explicit: tuple[PydanticBaseSettingsSource, ...]
+    ) -> None:
+        super().__init__(settings_cls)
+        self._explicit = explicit
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # unused: __call__ reads the whole file at once
+
+    def __call__(self) -> dict[str, Any]:
+        given: dict[str, Any] = {}
+        for source in reversed(self._explicit):
+            given.update(source())
+        return start_local_settings(given, Path.cwd())

@@ -16,6 +16,13 @@
 #   HYBRID_ES_INSTANCE        a name for a second, separate node from the same download
 #                             (tests that kill a node use their own; default: none)
 #   HYBRID_ES_EXTRA_CONFIG    extra elasticsearch.yml lines (e.g. a tiny write queue for 429 tests)
+#   HYBRID_ES_LICENSE         trial (default) or basic: the self-generated licence. A trial node
+#                             asked for basic is moved to basic at start (there is no way back
+#                             to trial on the same data directory: use its own HYBRID_ES_INSTANCE)
+#   HYBRID_ES_TLS             1: serve HTTPS, on a node of its own (instance "tls", port 9243,
+#                             unless HYBRID_ES_INSTANCE/HYBRID_ES_PORT say otherwise), with a CA
+#                             and node certificate made by scripts/make_certs.py (trustme) into
+#                             its config/certs; `env` then prints HYBRID_ES_CA_CERTS
 #   ES_JAVA_HOME              a JDK to run it (default: the first suitable one under /usr/lib/jvm)
 set -euo pipefail
 
@@ -24,7 +31,13 @@ CACHE="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}"
 PORT="${HYBRID_ES_PORT:-9200}"
 PASSWORD="${HYBRID_ES_PASSWORD:-hybrid-es-dev}"
 HEAP="${HYBRID_ES_HEAP:-1g}"
+LICENSE="${HYBRID_ES_LICENSE:-trial}"
 RUN_USER="hybrid-es"
+TLS="${HYBRID_ES_TLS:-0}"
+if [ "$TLS" = 1 ]; then
+  HYBRID_ES_INSTANCE="${HYBRID_ES_INSTANCE:-tls}"
+  PORT="${HYBRID_ES_PORT:-9243}"
+fi
 
 # SHA-512 of each supported zip, taken when the version was pinned. Maven Central serves no
 # checksum file for the 9.x integ-test zips, so the pin in this file is the trust anchor.
@@ -37,12 +50,16 @@ DOWNLOADS="$CACHE/downloads"
 ZIP="$DOWNLOADS/elasticsearch-$VERSION.zip"
 HOME_DIR="$CACHE/elasticsearch-$VERSION${HYBRID_ES_INSTANCE:+-$HYBRID_ES_INSTANCE}"
 PIDFILE="$HOME_DIR/es.pid"
-URL="http://127.0.0.1:$PORT"
+URL="$([ "$TLS" = 1 ] && echo https || echo http)://127.0.0.1:$PORT"
+CERTS="$HOME_DIR/config/certs"
 
 say() { printf 'es.sh: %s\n' "$*" >&2; }
 die() { printf 'es.sh: error: %s\n' "$*" >&2; exit 1; }
 
-curl_es() { curl -s -u "elastic:$PASSWORD" --max-time 5 "$@"; }
+curl_es() {
+  if [ "$TLS" = 1 ]; then set -- --cacert "$CERTS/ca.pem" "$@"; fi
+  curl -s -u "elastic:$PASSWORD" --max-time 5 "$@"
+}
 
 major() { echo "${1%%.*}"; }
 
@@ -98,8 +115,29 @@ unpack() {
   touch "$HOME_DIR/.unpacked"
 }
 
+# HYBRID_ES_TLS=1: the node's HTTPS settings, its certificates made once (kept across restarts,
+# so that a CA file a client holds stays valid) by a Python that has trustme.
+http_tls_config() {
+  if [ "$TLS" != 1 ]; then echo "xpack.security.http.ssl.enabled: false"; return 0; fi
+  if [ ! -f "$CERTS/node.pem" ]; then
+    local py="" candidate
+    for candidate in "${HYBRID_ES_PYTHON:-}" python3 "$CACHE/venv/bin/python"; do
+      if [ -n "$candidate" ] && "$candidate" -c 'import trustme' 2>/dev/null; then py="$candidate"; break; fi
+    done
+    [ -n "$py" ] || die "HYBRID_ES_TLS=1 makes its certificates with the Python package trustme, which no Python here has (tried HYBRID_ES_PYTHON, python3, $CACHE/venv/bin/python). Run scripts/setup.sh, or pip install trustme."
+    "$py" "$(cd "$(dirname "$0")" && pwd)/make_certs.py" "$CERTS" >&2 || die "could not make the certificates (see above)"
+  fi
+  cat <<TLSYML
+xpack.security.http.ssl.enabled: true
+xpack.security.http.ssl.certificate: certs/node.pem
+xpack.security.http.ssl.key: certs/node-key.pem
+xpack.security.http.ssl.certificate_authorities: ["certs/ca.pem"]
+TLSYML
+}
+
 configure() {
-  local cfg="$HOME_DIR/config"
+  local cfg="$HOME_DIR/config" http_tls
+  http_tls="$(http_tls_config)"
   cat >"$cfg/elasticsearch.yml" <<YML
 # Written by hybrid-es scripts/es.sh; rewritten on every start.
 cluster.name: hybrid-es-dev
@@ -113,9 +151,9 @@ path.logs: $HOME_DIR/logs
 cluster.routing.allocation.disk.threshold_enabled: false
 xpack.security.enabled: true
 xpack.security.autoconfiguration.enabled: false
-xpack.security.http.ssl.enabled: false
+$http_tls
 xpack.security.transport.ssl.enabled: false
-xpack.license.self_generated.type: trial
+xpack.license.self_generated.type: $LICENSE
 action.destructive_requires_name: false
 ${HYBRID_ES_EXTRA_CONFIG:-}
 YML
@@ -132,7 +170,24 @@ YML
   local ks="$HOME_DIR/bin/elasticsearch-keystore"
   [ -f "$cfg/elasticsearch.keystore" ] || as_es "$ks" create >/dev/null
   printf '%s' "$PASSWORD" | as_es "$ks" add -x -f bootstrap.password >/dev/null
+  : >"$cfg/users"; : >"$cfg/users_roles"  # a fresh start: only the users named below
   provision_file_realm
+  [ "$TLS" = 1 ] && service_token
+  return 0
+}
+
+# HYBRID_ES_TLS=1: a file-based service-account token (elastic/fleet-server), a credential that
+# goes out as "Authorization: Bearer", for the bearer-token tests (this zip has no security index
+# for API keys or OAuth2 tokens). Its value: config/certs/service-token.
+service_token() {
+  grep -q '^elastic/fleet-server/hybrid-es:' "$HOME_DIR/config/service_tokens" 2>/dev/null \
+    && [ -s "$CERTS/service-token" ] && return 0
+  local out
+  as_es "$HOME_DIR/bin/elasticsearch-service-tokens" delete elastic/fleet-server hybrid-es >/dev/null 2>&1 || true
+  out=$(as_es "$HOME_DIR/bin/elasticsearch-service-tokens" create elastic/fleet-server hybrid-es)
+  printf '%s\n' "${out##* = }" >"$CERTS/service-token"
+  [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$CERTS/service-token"
+  chmod 600 "$CERTS/service-token"
 }
 
 # Run an Elasticsearch tool as the user that owns the node's files (the tools refuse to change a
@@ -145,27 +200,66 @@ as_es() {
   fi
 }
 
-# File-realm users and roles, one reader per tenant, rendered from es_templates/roles. They need no
-# security index, which the integ-test zip cannot create (its mapping needs analysis-common), so
-# document-level security is testable here for real. Users: reader-<tenant>, password $PASSWORD.
+# File-realm users and roles, rendered from es_templates/roles. They need no security index, which
+# the integ-test zip cannot create (its mapping needs analysis-common), so document-level security
+# and least privilege are testable here for real. Users (password $PASSWORD): reader-<tenant> with
+# that tenant's reader role, and hybrid-es-admin, hybrid-es-ingest and hybrid-es-app, each with
+# the role of its name. Also run on a node that is already up: the node reloads both files, so
+# roles.yml is replaced whole and only missing users are added.
+DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app"
 provision_file_realm() {
-  local cfg="$HOME_DIR/config" users="$HOME_DIR/bin/elasticsearch-users"
-  local template
-  template="$(cd "$(dirname "$0")/.." && pwd)/es_templates/roles/hybrid-es-tenant-reader.json"
-  python3 - "$template" ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B} >"$cfg/roles.yml" <<'PY'
-import json, sys
-template = open(sys.argv[1], encoding="utf-8").read()
+  local cfg="$HOME_DIR/config" roles
+  roles="$(cd "$(dirname "$0")/.." && pwd)/es_templates/roles"
+  python3 - "$roles" "$DEPLOYMENT_ROLES" ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B} >"$cfg/roles.yml.new" <<'PY'
+import json, pathlib, sys
+roles = pathlib.Path(sys.argv[1])
+template = (roles / "hybrid-es-tenant-reader.json").read_text(encoding="utf-8")
 print("# Written by scripts/es.sh from es_templates/roles: one role a line, its body in JSON flow style.")
-for tenant in sys.argv[2:]:
-    role = json.loads(template.replace("{{tenant}}", tenant))
+def line(name, role):
     role.pop("description", None)
-    print(f"hybrid-es-tenant-reader-{tenant}: {json.dumps(role)}")
+    print(f"{name}: {json.dumps(role)}")
+for name in sys.argv[2].split():
+    line(name, json.loads((roles / f"{name}.json").read_text(encoding="utf-8")))
+for tenant in sys.argv[3:]:
+    line(f"hybrid-es-tenant-reader-{tenant}", json.loads(template.replace("{{tenant}}", tenant)))
 PY
-  : >"$cfg/users"; : >"$cfg/users_roles"
+  mv "$cfg/roles.yml.new" "$cfg/roles.yml"
+  touch "$cfg/users" "$cfg/users_roles"
   [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$cfg/roles.yml" "$cfg/users" "$cfg/users_roles"
+  local tenant pairs=()
   for tenant in ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B}; do
-    as_es "$users" useradd "reader-$tenant" -p "$PASSWORD" -r "hybrid-es-tenant-reader-$tenant" >/dev/null
+    pairs+=("reader-$tenant:hybrid-es-tenant-reader-$tenant")
   done
+  for role in $DEPLOYMENT_ROLES; do pairs+=("$role:$role"); done
+  add_users "${pairs[@]}"
+}
+
+# Add the users (user:role pairs) that the users file lacks. The tool hashes the password for the
+# first (each call starts a JVM: seconds); the others share that salted hash, since every user
+# here has the same password. Both files are replaced whole: a running node reloads them.
+add_users() {
+  local cfg="$HOME_DIR/config" pair missing=() hash
+  for pair in "$@"; do grep -q "^${pair%%:*}:" "$cfg/users" || missing+=("$pair"); done
+  [ ${#missing[@]} -gt 0 ] || return 0
+  as_es "$HOME_DIR/bin/elasticsearch-users" useradd "${missing[0]%%:*}" -p "$PASSWORD" \
+    -r "${missing[0]#*:}" >/dev/null
+  hash=$(grep "^${missing[0]%%:*}:" "$cfg/users" | cut -d: -f2-)
+  cp "$cfg/users" "$cfg/users.new"; cp "$cfg/users_roles" "$cfg/users_roles.new"
+  for pair in "${missing[@]:1}"; do
+    echo "${pair%%:*}:$hash" >>"$cfg/users.new"
+    echo "${pair#*:}:${pair%%:*}" >>"$cfg/users_roles.new"
+  done
+  [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$cfg/users.new" "$cfg/users_roles.new"
+  mv "$cfg/users.new" "$cfg/users"; mv "$cfg/users_roles.new" "$cfg/users_roles"
+}
+
+# HYBRID_ES_LICENSE=basic on a node whose licence is another: move it to basic (the setting only
+# chooses the licence that a fresh data directory generates).
+ensure_license() {
+  [ "$LICENSE" = basic ] || return 0
+  curl_es "$URL/_license" | grep -q '"type" *: *"basic"' && return 0
+  say "moving the licence to basic"
+  curl_es -XPOST "$URL/_license/start_basic?acknowledge=true" >/dev/null
 }
 
 running_pid() {
@@ -183,7 +277,13 @@ log_file() { echo "$HOME_DIR/logs/hybrid-es-dev.log"; }
 
 cmd_start() {
   if pid=$(running_pid); then
-    if health | grep -qE '"status":"(green|yellow)"'; then say "already running (pid $pid) at $URL"; return 0; fi
+    if health | grep -qE '"status":"(green|yellow)"'; then
+      say "already running (pid $pid) at $URL"
+      JAVA=$(find_java)
+      provision_file_realm
+      ensure_license
+      return 0
+    fi
   fi
   if port_taken "$PORT"; then
     die "port $PORT on 127.0.0.1 is already in use by another process. Stop it, or choose another port with HYBRID_ES_PORT=9201."
@@ -204,6 +304,7 @@ cmd_start() {
   while [ $SECONDS -lt $deadline ]; do
     if health | grep -qE '"status":"(green|yellow)"'; then
       say "ready: $(health)"
+      ensure_license
       return 0
     fi
     # The launcher writes the pid file a few seconds in: only its absence after that is a death.
@@ -244,7 +345,11 @@ cmd_env() {
   echo "export HYBRID_ES_URL=$URL"
   echo "export HYBRID_ES_USERNAME=elastic"
   echo "export HYBRID_ES_PASSWORD=$PASSWORD"
-  echo "unset HYBRID_ES_CA_CERTS"  # this node speaks plain HTTP (a CA left by opensearch.sh env)
+  if [ "$TLS" = 1 ]; then
+    echo "export HYBRID_ES_CA_CERTS=$CERTS/ca.pem"
+  else
+    echo "unset HYBRID_ES_CA_CERTS"  # this node speaks plain HTTP (a CA left by opensearch.sh env)
+  fi
 }
 
 case "${1:-}" in

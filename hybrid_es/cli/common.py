@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Annotated, Any
 
@@ -35,14 +36,41 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
 def settings() -> Settings:
-    return Settings()
+    """The settings from the environment; a bad value is a ConfigurationError naming its
+    variable. Library warnings (an unverified TLS connection, dropped traces) show on stderr."""
+    from pydantic import ValidationError
+
+    from hybrid_es.settings import configuration_error
+
+    _show_warnings()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise configuration_error(exc) from None
+
+
+class _WarningLine(logging.Handler):
+    """hybrid-es's WARNING log records as ``warning: ...`` lines on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from rich.text import Text
+
+        err_console.print(
+            Text.assemble(("warning: ", "yellow"), record.getMessage()), highlight=False
+        )
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("hybrid_es")
+    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+        logger.addHandler(_WarningLine(logging.WARNING))
 
 
 def client(s: Settings) -> Any:
     """The engine for ``s``, its flavour probed once per process (``hybrid_es.connect``)."""
     from hybrid_es.cluster.engine import connect
 
-    key = ("engine", s.redacted_url(), s.username, s.api_key is not None)
+    key = ("engine", s.redacted_url(), s.username, s.api_key is not None, bool(s.bearer_auth))
     if key not in _process:
         _process[key] = connect(s)
     return _process[key]
@@ -53,7 +81,7 @@ def emit_json(data: Any) -> None:
 
 
 def bad(option: str, message: str) -> typer.BadParameter:
-    """A usage error naming ``option`` (exit code 2, the usage line, then the message)."""
+    """A usage error naming ``option`` (exit status 64, the usage line, then the message)."""
     return typer.BadParameter(message, param_hint=option)
 
 
@@ -135,7 +163,7 @@ def make_principal(
 
 
 def tracer(s: Settings) -> Any:
-    """This process's trace hooks: one background writer to the traces index, flushed at exit.
+    """This process's trace hooks: one background writer to the trace storage, flushed at exit.
 
     A cluster that refuses or cannot take traces costs nothing but the drops it counts.
     """
@@ -143,9 +171,10 @@ def tracer(s: Settings) -> Any:
         import atexit
 
         from hybrid_es.traces.hooks import search_hook
+        from hybrid_es.traces.storage import trace_storage
         from hybrid_es.traces.writer import TraceWriter
 
-        writer = TraceWriter(client(s), s.traces_index)
+        writer = TraceWriter(client(s), trace_storage(client(s), s))
         atexit.register(writer.close, 5.0)
         _process["tracer"] = search_hook(
             writer, query_text=s.trace_query_text, hash_key=hash_key(s)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -274,17 +275,25 @@ class HybridSearcher:
         cluster failures (never a partial answer), PolicyViolationError if a candidate fails the
         policy re-check (fail closed; the message names no record). ``on_response`` /
         ``on_error`` see every outcome; a failing hook never fails the search.
+
+        The search's trace id is drawn first: its requests carry it as ``X-Opaque-Id`` (so the
+        cluster's slow log and tasks API point back to the trace), the response holds it as
+        ``trace_id``, and an error raised holds it as ``.trace_id``.
         """
         timings: dict[str, float] = {}
         t_all = time.perf_counter()
+        trace_id = uuid.uuid4().hex
         try:
-            req = self.prepare(query, principal, scope, top_k, rerank, rerank_depth, now)
+            req = self.prepare(
+                query, principal, scope, top_k, rerank, rerank_depth, now, trace_id=trace_id
+            )
             retrieved = self.retrieve(req, timings)
             authorized = authorize_stage(req, retrieved.candidates)
             reranked = rerank_stage(req, authorized, self.reranker, timings)
             timings["total"] = ms_since(t_all)
             response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
         except HybridEsError as exc:
+            exc.trace_id = exc.trace_id or trace_id
             if self.on_error is not None:
                 _notify(self.on_error, principal, query, exc, dict(timings))
             raise
@@ -301,8 +310,11 @@ class HybridSearcher:
         rerank: bool,
         rerank_depth: int,
         now: datetime | None,
+        *,
+        trace_id: str | None = None,
     ) -> SearchRequest:
-        """Validate the request, check the caller's tenant and index, build the filter once."""
+        """Validate the request, check the caller's tenant and index, build the filter once.
+        ``trace_id`` (default: a new one) is the search's, sent as ``X-Opaque-Id``."""
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
         if not 1 <= rerank_depth <= self.params.window:
@@ -327,6 +339,7 @@ class HybridSearcher:
             rerank_depth=rerank_depth,
             index=self.index_for(principal),
             policy=policy_filter(principal, scope, now),
+            trace_id=trace_id or uuid.uuid4().hex,
         )
 
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
@@ -385,7 +398,7 @@ class HybridSearcher:
         digest = keyed_digest(
             self.hash_key, json.dumps(lines, sort_keys=True, default=str), length=64
         )
-        items = self.client.msearch(lines)
+        items = self.client.msearch(lines, opaque_id=req.trace_id or None)
         for item in items:
             if "error" in item:
                 err = from_error_body(item.get("status"), item, url=self.url, what="search")

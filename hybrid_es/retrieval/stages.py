@@ -63,6 +63,8 @@ class SearchRequest:
     rerank_depth: int
     index: str
     policy: dict[str, Any]
+    trace_id: str = ""
+    """The search's trace id: sent as ``X-Opaque-Id`` with its requests, kept in its trace."""
 
 
 @dataclass
@@ -197,6 +199,7 @@ def assemble(
         reranker_inputs=reranked.inputs,
         legs=retrieved.legs,
         request_digest=retrieved.digest,
+        trace_id=req.trace_id,
     )
 
 

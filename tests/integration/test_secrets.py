@@ -60,6 +60,7 @@ DEAD = "127.0.0.1:1"
 CASES = {
     "wrong password": {"password": SECRET},
     "wrong api key": {"api_key": SECRET, "username": None, "password": None},
+    "wrong bearer token": {"bearer_auth": SECRET, "username": None, "password": None},
     "password in the url of a live cluster": {
         "url": f"{SCHEME}://{USER}:{SECRET}@{LIVE}",
         "username": None,
@@ -142,6 +143,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 CLI_ENV = {
     "wrong password": {"HYBRID_ES_PASSWORD": SECRET},
     "wrong api key": {"HYBRID_ES_API_KEY": SECRET},
+    "wrong bearer token": {"HYBRID_ES_BEARER_AUTH": SECRET},
     "password in the url of an unreachable cluster": {
         "HYBRID_ES_URL": f"{SCHEME}://{USER}:{SECRET}@{DEAD}"
     },
@@ -151,13 +153,21 @@ CLI_ENV = {
         "HYBRID_ES_PASSWORD": "",
     },
 }
+EXIT = {
+    "wrong password": 77,
+    "wrong api key": 77,
+    "wrong bearer token": 77,
+    "password in the url of an unreachable cluster": 69,
+    "password in the url of a live cluster": 77,
+}
+"""Each case's exit status (Elasticsearch's CLI codes: 77 permission denied, 69 unavailable)."""
 
 
 @pytest.mark.parametrize("case", list(CLI_ENV))
 @pytest.mark.parametrize("command", [["capabilities"], ["bootstrap", "--check"]])
 def test_cli_errors_never_show_the_secret(case, command):
     out = _cli(*command, **CLI_ENV[case])
-    assert out.returncode == 2, out.stdout + out.stderr  # a handled HybridEsError
+    assert out.returncode == EXIT[case], out.stdout + out.stderr  # a handled HybridEsError
     assert "error:" in out.stderr and "hint:" in out.stderr
     assert SECRET not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr  # --debug is off
@@ -166,7 +176,7 @@ def test_cli_errors_never_show_the_secret(case, command):
 def test_cli_search_with_a_wrong_password_never_shows_it():
     # The full search path: settings, model load, client, first request.
     out = _cli("search", "KYO-H12 April rate", "--tenant", "demo-A", HYBRID_ES_PASSWORD=SECRET)
-    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.returncode == 77, out.stdout + out.stderr  # permission denied
     assert "rejected the credentials" in out.stderr
     assert SECRET not in out.stdout + out.stderr
 
@@ -194,4 +204,23 @@ def test_kibana_import_errors_never_show_the_secret(all_logs):
 
 def test_settings_repr_never_shows_the_secret():
     s = Settings(url=f"http://elastic:{SECRET}@{LIVE}", password=SECRET, api_key=SECRET)
+    assert SECRET not in repr(s) + str(s)
+
+
+def test_a_secret_put_in_the_client_options_is_refused_without_showing_it():
+    # HYBRID_ES_CLIENT_OPTIONS may not carry credentials; the refusal (and a JSON error) names
+    # the variable and the option, never the value.
+    for raw in (
+        f'{{"api_key": "{SECRET}"}}',
+        f'{{"headers": {{"Authorization": "{SECRET}"}}}}',
+        f'{{"x": {SECRET}}}',
+    ):
+        out = _cli("capabilities", HYBRID_ES_CLIENT_OPTIONS=raw)
+        assert out.returncode != 0 and "HYBRID_ES_CLIENT_OPTIONS" in out.stderr, out.stderr
+        assert SECRET not in out.stdout + out.stderr
+        assert "Traceback" not in out.stderr
+
+
+def test_settings_repr_never_shows_a_bearer_token():
+    s = Settings(bearer_auth=SECRET, url=f"http://{LIVE}")
     assert SECRET not in repr(s) + str(s)

@@ -34,19 +34,19 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
     """demo-A and demo-B's fixture under the real embedder (the CLI's), the manager's packet and
     a search trace of the manager's, in indices of their own (index-per-tenant, the default)."""
     from hybrid_es.traces.hooks import search_hook
+    from hybrid_es.traces.storage import TraceStorage
     from hybrid_es.traces.writer import TraceWriter
 
     w = make_world(es, "index-per-tenant", embedder=embedder)
-    traces = f"hybrid-es-traces-sec-cli-{uuid.uuid4().hex[:8]}"
-    es.create_index(traces)
+    traces = f"hybrid-es-traces-sec-cli-{uuid.uuid4().hex[:8]}"  # the base: dated indices
     ingest_as_owners(w.ingestor, travel_documents(), now=NOW)
     pid = w.service.build(CASE, "KYO-H12", QUERY, MANAGER, SCOPE).manifest.packet_id
-    writer = TraceWriter(es, traces, flush_interval=0.05)
+    writer = TraceWriter(es, TraceStorage(traces), flush_interval=0.05)
     hook = search_hook(writer)
     w.searcher.on_response = hook
     trace_of_a = w.searcher.search(QUERY, MANAGER, SCOPE)
     writer.close()
-    es.refresh(traces)
+    es.refresh(f"{traces}-*")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
         "HYBRID_ES_CHUNKS_INDEX": w.layout.chunks,
@@ -65,7 +65,7 @@ def cli_world(es, bootstrapped, embedder) -> Iterator[dict[str, Any]]:  # type: 
         "traces": traces,
         "query_hash": trace_of_a.query_hash,
     }
-    es.delete_index(f"{w.indices},{traces}")
+    es.delete_index(f"{w.indices},{traces}-*")
 
 
 def _cli(ctx: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
@@ -106,7 +106,7 @@ def test_every_packet_command_on_the_managers_packet_answers_as_if_it_did_not_ex
         ):
             out = _cli(cli_world, *command)
             text = _clean(out)
-            assert out.returncode == 2, text
+            assert out.returncode == 66, text  # not found (Elasticsearch's NO_INPUT)
             assert f"no packet '{pid}'" in text and "demo-A" not in text.replace("--tenant", "")
     # Nothing the attackers did touched it: the manager still reuses it.
     manager = (
@@ -163,13 +163,14 @@ def test_traces_and_packet_stats_show_an_attacker_only_their_own(cli_world):
         tail = _cli(cli_world, "traces", "tail", *who, "--json")
         assert tail.returncode == 0, tail.stderr
         _clean(tail)
-        assert all(d["principal_id"] != "manager" for d in json.loads(tail.stdout))
+        assert all(d["user"]["id"] != "manager" for d in json.loads(tail.stdout))
         stats = _cli(cli_world, "packet", "stats", *who, "--json")
         assert stats.returncode == 0, stats.stderr
         assert json.loads(stats.stdout)["verdicts"].get("reuse") is None
     manager = ("--tenant", "demo-A", "--user", "manager")
     traces = json.loads(_cli(cli_world, "traces", "tail", *manager, "--json").stdout)
-    (mine,) = [d for d in traces if d["operation"] == "search"]
-    assert mine["query_hash"] == cli_world["query_hash"]
-    shown = _cli(cli_world, "traces", "show", mine["trace_id"], *AS_B[:4])
-    assert shown.returncode == 2 and f"no trace '{mine['trace_id']}'" in _clean(shown)
+    (mine,) = [d for d in traces if d["event"]["action"] == "search"]
+    assert mine["hybrid_es"]["query_hash"] == cli_world["query_hash"]
+    trace_id = mine["trace"]["id"]
+    shown = _cli(cli_world, "traces", "show", trace_id, *AS_B[:4])
+    assert shown.returncode == 66 and f"no trace '{trace_id}'" in _clean(shown)

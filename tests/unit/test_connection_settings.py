@@ -1,0 +1,516 @@
+"""The connection settings and what each client is built with (issue 14, item 1): no default
+credentials, Elastic Cloud ids, start-local's ``.env``, certificate fingerprints, the client
+options pass-through, both clients' keyword arguments, and TLS failures and a missing credential
+as one error naming the setting. Pure: no cluster (tests/integration/test_tls.py and
+test_connection.py take these to real nodes)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import ssl
+from pathlib import Path
+from typing import Any
+
+import elastic_transport
+import pytest
+import urllib3
+from pydantic import ValidationError
+
+from hybrid_es.cluster.client import (
+    es_client_kwargs,
+    make_client,
+    opensearch_client_kwargs,
+    package_version,
+    unverified_warning,
+    user_agent,
+)
+from hybrid_es.errors import (
+    ConfigurationError,
+    EngineUnavailableError,
+    missing_credentials,
+    tls_error,
+    translate_es_error,
+)
+from hybrid_es.settings import (
+    REFUSED_CLIENT_OPTIONS,
+    Settings,
+    configuration_error,
+    decode_cloud_id,
+    normalize_fingerprint,
+    read_start_local,
+)
+
+CLOUD_ID = (
+    "my-deployment:"
+    + base64.b64encode(b"europe-west1.gcp.cloud.es.io:443$0a1b2c3d4e$5f6a7b8c9d").decode()
+)
+FINGERPRINT = "c3" * 32
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No HYBRID_ES_* from the shell, and a working directory without a start-local file."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("HYBRID_ES_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def _ca(tmp_path: Path) -> Path:
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    return ca
+
+
+# -- defaults ---------------------------------------------------------------------------------
+
+
+def test_there_are_no_default_credentials():
+    s = Settings()
+    assert (s.username, s.password, s.api_key, s.bearer_auth) == (None, None, None, None)
+    assert not s.has_credentials()
+    assert "basic_auth" not in es_client_kwargs(s) and "api_key" not in es_client_kwargs(s)
+
+
+def test_empty_variables_mean_unset(monkeypatch):
+    monkeypatch.setenv("HYBRID_ES_USERNAME", "")
+    monkeypatch.setenv("HYBRID_ES_PASSWORD", " ")
+    monkeypatch.setenv("HYBRID_ES_CA_CERTS", "")
+    s = Settings()
+    assert (s.username, s.password, s.ca_certs) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"api_key": "k"}, True),
+        ({"bearer_auth": "t"}, True),
+        ({"username": "u", "password": "p"}, True),
+        ({"username": "u"}, False),
+        ({"url": "http://u:p@h:9200"}, True),
+        ({"url": "http://u@h:9200"}, False),
+    ],
+)
+def test_has_credentials(given, expected):
+    assert Settings(**given).has_credentials() is expected
+
+
+def test_a_missing_credential_names_every_variable():
+    text = str(missing_credentials("https://h:9200"))
+    for name in (
+        "HYBRID_ES_API_KEY",
+        "HYBRID_ES_BEARER_AUTH",
+        "HYBRID_ES_USERNAME",
+        "HYBRID_ES_PASSWORD",
+        "HYBRID_ES_CLOUD_ID",
+        "HYBRID_ES_START_LOCAL_ENV",
+    ):
+        assert name in text
+    assert "HYBRID_ES_PASSWORD is not" in str(missing_credentials("h", username="elastic"))
+
+
+def test_a_bad_value_is_one_error_naming_the_variable_never_the_value():
+    with pytest.raises(ValidationError) as info:
+        Settings(request_timeout="hunter2-not-a-number")
+    err = configuration_error(info.value)
+    assert "HYBRID_ES_REQUEST_TIMEOUT" in err.message and "hunter2" not in str(err)
+
+
+# -- Elastic Cloud ----------------------------------------------------------------------------
+
+
+def test_a_cloud_id_decodes_to_the_deployment_urls():
+    es, kibana = decode_cloud_id(CLOUD_ID)
+    assert es == "https://0a1b2c3d4e.europe-west1.gcp.cloud.es.io:443"
+    assert kibana == "https://5f6a7b8c9d.europe-west1.gcp.cloud.es.io:443"
+    port = "n:" + base64.b64encode(b"host.example:9243$es1").decode()
+    assert decode_cloud_id(port) == ("https://es1.host.example:9243", None)
+
+
+def test_settings_with_a_cloud_id_connect_there():
+    s = Settings(cloud_id=CLOUD_ID)
+    assert s.endpoint() == s.redacted_url() == decode_cloud_id(CLOUD_ID)[0]
+    assert s.uses_tls()
+    kwargs = es_client_kwargs(s)
+    assert kwargs["cloud_id"] == CLOUD_ID and "hosts" not in kwargs
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "garbage",
+        "name:",
+        "name:!!!not-base64!!!",
+        "name:" + base64.b64encode(b"host.example").decode(),  # no Elasticsearch id
+        "name:" + base64.b64encode(b"host.example:notaport$es$kb").decode(),
+        "name:" + base64.b64encode("hôst$es".encode()).decode(),
+    ],
+)
+def test_a_cloud_id_that_does_not_decode_is_one_error_naming_it(bad, monkeypatch):
+    monkeypatch.setenv("HYBRID_ES_CLOUD_ID", bad)
+    with pytest.raises(ConfigurationError) as info:
+        Settings()
+    assert info.value.message.startswith("HYBRID_ES_CLOUD_ID does not decode")
+    assert "Cloud ID" in (info.value.hint or "")
+
+
+def test_a_cloud_id_and_a_url_are_refused_together():
+    with pytest.raises(ConfigurationError) as info:
+        Settings(cloud_id=CLOUD_ID, url="https://elsewhere:9200")
+    assert "HYBRID_ES_CLOUD_ID" in info.value.message and "HYBRID_ES_URL" in info.value.message
+
+
+def test_opensearch_refuses_a_cloud_id():
+    with pytest.raises(ConfigurationError) as info:
+        opensearch_client_kwargs(Settings(cloud_id=CLOUD_ID))
+    assert "HYBRID_ES_CLOUD_ID" in info.value.message
+
+
+# -- fingerprints -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        FINGERPRINT,
+        ":".join(["C3"] * 32),  # as Elasticsearch prints it at its first start
+        "sha256 Fingerprint=" + ":".join(["C3"] * 32),  # as openssl prints it
+        " " + FINGERPRINT.upper() + "\n",
+    ],
+)
+def test_a_fingerprint_is_normalized(written):
+    assert normalize_fingerprint(written) == FINGERPRINT
+    assert Settings(ssl_assert_fingerprint=written).ssl_assert_fingerprint == FINGERPRINT
+
+
+@pytest.mark.parametrize("bad", ["c3" * 20, "zz" * 32, "c3" * 33])
+def test_a_fingerprint_that_is_not_sha256_is_named(bad):
+    with pytest.raises(ConfigurationError) as info:
+        Settings(ssl_assert_fingerprint=bad)
+    assert "HYBRID_ES_SSL_ASSERT_FINGERPRINT" in info.value.message
+
+
+# -- client options ---------------------------------------------------------------------------
+
+
+def test_client_options_pass_through_and_merge_last(monkeypatch):
+    monkeypatch.setenv(
+        "HYBRID_ES_CLIENT_OPTIONS",
+        json.dumps({"http_compress": True, "max_retries": 7, "headers": {"X-Team": "search"}}),
+    )
+    kwargs = es_client_kwargs(Settings())
+    assert kwargs["http_compress"] is True and kwargs["max_retries"] == 7
+    assert kwargs["headers"] == {"user-agent": user_agent("elasticsearch"), "x-team": "search"}
+    assert opensearch_client_kwargs(Settings())["http_compress"] is True
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"headers": "x"}', "'headers' must be an object"),
+    ],
+)
+def test_bad_client_options_are_named(raw, says, monkeypatch):
+    monkeypatch.setenv("HYBRID_ES_CLIENT_OPTIONS", raw)
+    with pytest.raises(ConfigurationError) as info:
+        Settings()
+    assert "HYBRID_ES_CLIENT_OPTIONS" in info.value.message and says in info.value.message
+
+
+@pytest.mark.parametrize("key", sorted(REFUSED_CLIENT_OPTIONS))
+def test_client_options_may_not_override_address_credentials_or_tls(key, monkeypatch):
+    monkeypatch.setenv("HYBRID_ES_CLIENT_OPTIONS", json.dumps({key: "x"}))
+    with pytest.raises(ConfigurationError) as info:
+        Settings()
+    assert repr(key) in info.value.message
+    assert REFUSED_CLIENT_OPTIONS[key] in (info.value.hint or "")
+
+
+def test_client_options_may_not_set_an_authorization_header():
+    with pytest.raises(ConfigurationError) as info:
+        Settings(client_options={"headers": {"Authorization": "Basic x"}})
+    assert "Authorization" in info.value.message
+
+
+def test_an_option_the_client_does_not_know_is_named():
+    s = Settings(client_options={"no_such_option": 1})
+    with pytest.raises(ConfigurationError) as info:
+        make_client(s)
+    assert "no_such_option" in info.value.message
+    assert "HYBRID_ES_CLIENT_OPTIONS" in (info.value.hint or "")
+
+
+# -- start-local ------------------------------------------------------------------------------
+
+START_LOCAL = """START_LOCAL_VERSION=0.12.0
+ES_LOCAL_VERSION=9.2.3
+ES_LOCAL_CONTAINER_NAME=es-local-dev
+ES_LOCAL_PASSWORD=Pw-from-file
+ES_LOCAL_PORT=9201
+ES_LOCAL_URL=http://localhost:${ES_LOCAL_PORT}
+ES_LOCAL_JAVA_OPTS="-Xms128m -Xmx2g"
+KIBANA_LOCAL_PORT=5601
+ES_LOCAL_API_KEY=a2V5LWZyb20tZmlsZQ==
+"""
+
+
+def _start_local(where: Path, text: str = START_LOCAL) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    (where / ".env").write_text(text)
+    return where / ".env"
+
+
+def test_read_start_local_expands_the_port_and_names_the_elastic_user(tmp_path):
+    found = read_start_local(_start_local(tmp_path / "elastic-start-local"))
+    assert found == {
+        "url": "http://localhost:9201",
+        "api_key": "a2V5LWZyb20tZmlsZQ==",
+        "username": "elastic",
+        "password": "Pw-from-file",
+    }
+
+
+def test_start_local_is_read_when_no_url_is_set(tmp_path):
+    path = _start_local(tmp_path / "elastic-start-local")
+    s = Settings()
+    assert s.url == "http://localhost:9201" and s.start_local_env == path
+    assert s.api_key is not None and s.api_key.get_secret_value() == "a2V5LWZyb20tZmlsZQ=="
+    assert s.username == "elastic" and s.password is not None
+    assert es_client_kwargs(s)["api_key"] == "a2V5LWZyb20tZmlsZQ=="  # the key wins
+
+
+def test_a_dot_env_of_something_else_is_ignored(tmp_path):
+    _start_local(tmp_path, "DATABASE_URL=postgres://x\n")
+    s = Settings()
+    assert s.url == "http://127.0.0.1:9200" and s.start_local_env is None
+    _start_local(tmp_path / "elastic-start-local")
+    assert Settings().url == "http://localhost:9201"  # the next place looked at
+
+
+def test_explicit_settings_win_over_start_local(tmp_path, monkeypatch):
+    _start_local(tmp_path / "elastic-start-local")
+    monkeypatch.setenv("HYBRID_ES_URL", "http://other:9200")
+    s = Settings()
+    assert s.url == "http://other:9200" and s.api_key is None and s.password is None
+    monkeypatch.delenv("HYBRID_ES_URL")
+    monkeypatch.setenv("HYBRID_ES_USERNAME", "reader")
+    monkeypatch.setenv("HYBRID_ES_PASSWORD", "mine")
+    s = Settings()
+    # The file's URL, but none of its credentials: its API key would override the user's.
+    assert s.url == "http://localhost:9201" and s.api_key is None
+    assert (s.username, s.password.get_secret_value() if s.password else None) == ("reader", "mine")
+    assert Settings(url="http://given:9200").url == "http://given:9200"
+    assert Settings(cloud_id=CLOUD_ID).start_local_env is None
+
+
+def test_the_start_local_file_can_be_named_or_turned_off(tmp_path, monkeypatch):
+    elsewhere = _start_local(tmp_path / "deploy" / "es")
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", str(elsewhere))
+    assert Settings().url == "http://localhost:9201"
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", str(tmp_path / "missing.env"))
+    with pytest.raises(ConfigurationError) as info:
+        Settings()
+    assert "HYBRID_ES_START_LOCAL_ENV" in info.value.message
+    _start_local(tmp_path / "elastic-start-local")
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", "")
+    assert Settings().url == "http://127.0.0.1:9200"
+
+
+def test_settings_read_from_start_local_never_show_its_secrets(tmp_path):
+    _start_local(tmp_path / "elastic-start-local")
+    shown = repr(Settings()) + str(Settings())
+    assert "Pw-from-file" not in shown and "a2V5LWZyb20tZmlsZQ==" not in shown
+
+
+# -- the clients' keyword arguments -----------------------------------------------------------
+
+
+def test_every_client_sends_the_hybrid_es_user_agent():
+    ua = user_agent("elasticsearch")
+    assert ua.startswith(f"hybrid-es/{package_version()} (elasticsearch/")
+    assert es_client_kwargs(Settings())["headers"]["user-agent"] == ua
+    assert opensearch_client_kwargs(Settings())["headers"]["user-agent"].startswith(
+        f"hybrid-es/{package_version()} (opensearch-py/"
+    )
+    assert make_client(Settings())._headers["user-agent"] == ua
+
+
+@pytest.mark.parametrize(
+    ("given", "es", "os_header"),
+    [
+        (
+            {"api_key": "K", "bearer_auth": "T", "username": "u", "password": "p"},
+            ("api_key", "K"),
+            "ApiKey K",
+        ),
+        ({"bearer_auth": "T", "username": "u", "password": "p"}, ("bearer_auth", "T"), "Bearer T"),
+        ({"username": "u", "password": "p"}, ("basic_auth", ("u", "p")), None),
+    ],
+)
+def test_credentials_in_order_api_key_bearer_user(given, es, os_header):
+    s = Settings(**given)
+    kwargs = es_client_kwargs(s)
+    assert kwargs[es[0]] == es[1]
+    assert not {"api_key", "bearer_auth", "basic_auth"} - {es[0]} & kwargs.keys()
+    os_kwargs = opensearch_client_kwargs(s)
+    assert os_kwargs["headers"].get("authorization") == os_header
+    assert ("http_auth" in os_kwargs) is (os_header is None)
+
+
+def test_a_callers_api_key_wins():
+    kwargs = es_client_kwargs(Settings(username="u", password="p"), api_key="CALLER")
+    assert kwargs["api_key"] == "CALLER" and "basic_auth" not in kwargs
+
+
+def test_tls_options_only_over_https(tmp_path):
+    ca = _ca(tmp_path)
+    plain = es_client_kwargs(Settings(url="http://h:9200", ca_certs=ca, verify_certs=False))
+    assert not {"ca_certs", "verify_certs", "ssl_assert_fingerprint"} & plain.keys()
+    tls = es_client_kwargs(Settings(url="https://h:9200", ca_certs=ca))
+    assert tls["ca_certs"] == str(ca) and "verify_certs" not in tls
+    os_tls = opensearch_client_kwargs(Settings(url="https://h:9200", ca_certs=ca))
+    assert os_tls["ca_certs"] == str(ca) and os_tls["timeout"] == 30.0
+
+
+def test_a_fingerprint_replaces_the_ca_check():
+    s = Settings(url="https://h:9200", ssl_assert_fingerprint=FINGERPRINT)
+    assert es_client_kwargs(s)["ssl_assert_fingerprint"] == FINGERPRINT
+    os_kwargs = opensearch_client_kwargs(s)
+    assert os_kwargs["ssl_assert_fingerprint"] == FINGERPRINT
+    context = os_kwargs["ssl_context"]
+    assert context.verify_mode == ssl.CERT_NONE and not context.check_hostname
+    assert unverified_warning(s) is None  # pinned is checked
+
+
+def test_a_ca_file_and_a_fingerprint_are_refused_together(tmp_path):
+    s = Settings(url="https://h:9200", ca_certs=_ca(tmp_path), ssl_assert_fingerprint=FINGERPRINT)
+    with pytest.raises(ConfigurationError) as info:
+        es_client_kwargs(s)
+    assert "HYBRID_ES_CA_CERTS" in info.value.message
+    assert "HYBRID_ES_SSL_ASSERT_FINGERPRINT" in info.value.message
+
+
+def test_a_ca_file_that_does_not_exist_is_named(tmp_path):
+    s = Settings(url="https://h:9200", ca_certs=tmp_path / "nope.pem")
+    for build in (es_client_kwargs, opensearch_client_kwargs):
+        with pytest.raises(ConfigurationError) as info:
+            build(s)
+        assert "HYBRID_ES_CA_CERTS" in info.value.message and "nope.pem" in info.value.message
+
+
+def test_verify_certs_false_is_passed_on_and_warned_about_once(caplog):
+    s = Settings(url="https://h:9200", verify_certs=False)
+    kwargs = es_client_kwargs(s)
+    assert kwargs["verify_certs"] is False and kwargs["ssl_show_warn"] is False
+    assert opensearch_client_kwargs(s)["verify_certs"] is False
+    caplog.set_level(logging.WARNING, logger="hybrid_es")
+    make_client(s)  # no Python warning (they are errors here): one log record instead
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING and "HYBRID_ES_VERIFY_CERTS=false" in record.message
+    assert unverified_warning(Settings(url="http://h:9200", verify_certs=False)) is None
+
+
+# -- TLS failures -----------------------------------------------------------------------------
+
+
+def _tls_failure(reason: str) -> Exception:
+    """A TLS failure as elastic-transport raises it with retries off: "TLS error", the reason
+    in its cause."""
+    exc = elastic_transport.TlsError("TLS error")
+    exc.__cause__ = urllib3.exceptions.SSLError(reason)
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "names"),
+    [
+        (
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate "
+            "in certificate chain (_ssl.c:1006)",
+            ConfigurationError,
+            "HYBRID_ES_CA_CERTS",
+        ),
+        (
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local "
+            "issuer certificate (_ssl.c:1006)",
+            ConfigurationError,
+            "HYBRID_ES_CA_CERTS",
+        ),
+        (
+            'Fingerprints did not match. Expected "ab", got "cd".',
+            ConfigurationError,
+            "HYBRID_ES_SSL_ASSERT_FINGERPRINT",
+        ),
+        (
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has expired "
+            "(_ssl.c:1006)",
+            EngineUnavailableError,
+            "HYBRID_ES_URL",
+        ),
+        ("hostname '127.0.0.1' doesn't match 'es.example'", ConfigurationError, "HYBRID_ES_URL"),
+        (
+            "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: Hostname mismatch, "
+            "certificate is not valid for 'h'. (_ssl.c:1006)",
+            ConfigurationError,
+            "HYBRID_ES_URL",
+        ),
+        (
+            "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)",
+            ConfigurationError,
+            "HYBRID_ES_URL",
+        ),
+    ],
+)
+def test_each_tls_failure_is_one_error_naming_the_setting(reason, kind, names):
+    err = translate_es_error(_tls_failure(reason), url="https://h:9200", what="connecting")
+    assert type(err) is kind
+    assert names in str(err)
+    assert "Expected" not in str(err)  # what the client said stays out of the message
+
+
+def test_a_connection_failure_is_no_tls_failure():
+    exc = elastic_transport.ConnectionError("Connection refused")
+    assert tls_error("Elasticsearch", "https://h", exc) is None
+    assert "cannot reach" in str(translate_es_error(exc, url="https://h"))
+
+
+def test_a_trace_id_goes_from_the_response_and_the_error_into_the_trace():
+    from datetime import UTC, datetime
+
+    from hybrid_es.errors import SearchTimeoutError
+    from hybrid_es.models import Principal, SearchResponse
+    from hybrid_es.traces.hooks import search_hook
+
+    docs: list[dict[str, Any]] = []
+
+    class Writer:
+        submit = docs.append
+
+        def record_error(self, exc: BaseException) -> None:
+            raise exc
+
+    tracer = search_hook(Writer(), clock=lambda: datetime(2026, 4, 1, tzinfo=UTC))  # type: ignore[arg-type]
+    who = Principal(tenant="t", user_id="u")
+    response = SearchResponse(
+        query_hash="h",
+        fusion_path="client-rrf",
+        fusion_reason="r",
+        reranked=False,
+        rerank_note="",
+        hits=(),
+        candidates=0,
+        timings_ms={},
+        trace_id="a" * 32,
+    )
+    tracer(who, response, "q")
+    failed = SearchTimeoutError("timed out")
+    failed.trace_id = "b" * 32
+    tracer.on_error(who, "q", failed)
+    ids = [json.dumps(d) for d in docs]
+    assert "a" * 32 in ids[0] and "b" * 32 in ids[1]
