@@ -2,6 +2,9 @@
 # Create (or reuse) the project's virtual environment outside the clone and install hybrid-es
 # with its models and dev tools. Prints the venv path on the last line.
 #
+#   scripts/setup.sh        the venv ($HYBRID_ES_CACHE/venv)
+#   scripts/setup.sh es8    also the Elasticsearch 8.x client venv over it (venv-es8); prints that
+#
 #   HYBRID_ES_CACHE   cache root (default ~/.cache/hybrid-es); the venv lives in $HYBRID_ES_CACHE/venv
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,5 +30,23 @@ if [ ! -f "$STAMP" ]; then
   "$VENV/bin/pip" install -q -e "$ROOT[models,eval,dev]" >&2
   rm -f "$VENV"/.hybrid-es-*
   touch "$STAMP"
+fi
+if [ "${1:-}" = es8 ]; then
+  # The Elasticsearch 8.x client beside the main venv, for the 8.19 lane: a small venv whose own
+  # site-packages hold elasticsearch-py 8 and elastic-transport 8, with the main venv's
+  # site-packages (torch, hybrid-es itself...) added after them, so the 8.x client shadows the 9.x.
+  VENV8="$CACHE/venv-es8"
+  SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  if [ ! -f "$VENV8/.hybrid-es-es8" ]; then
+    echo "setup.sh: creating $VENV8 (elasticsearch-py 8 over $VENV)" >&2
+    rm -rf "$VENV8"
+    "$PY" -m venv "$VENV8"
+    "$VENV8/bin/pip" install -q 'elasticsearch>=8.19,<9' >&2
+    SITE8="$("$VENV8/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    echo "import site; site.addsitedir('$SITE')" > "$SITE8/zz-hybrid-es-main-venv.pth"
+    touch "$VENV8/.hybrid-es-es8"
+  fi
+  echo "$VENV8"
+  exit 0
 fi
 echo "$VENV"

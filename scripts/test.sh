@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything and run the whole test suite against real engines: venv (cached),
-# Elasticsearch and OpenSearch 2.19 (fetched from Maven Central, cached), lint, type check, then
-# pytest on Elasticsearch (every test) and on OpenSearch (the integration and security suites).
+# Elasticsearch 9, OpenSearch 2.19 and Elasticsearch 8.19 (fetched from Maven Central, cached),
+# lint, type check, then pytest on Elasticsearch 9 (every test), on OpenSearch (the integration
+# and security suites) and on Elasticsearch 8.19 with elasticsearch-py 8 (the integration suite,
+# plus the client-mismatch test with the 9.x client).
 #
-#   scripts/test.sh [pytest args]       the same args go to both runs
-#   HYBRID_ES_TEST_ENGINES="elasticsearch"   skip the OpenSearch run (default: both)
+#   scripts/test.sh [pytest args]       the same args go to every run
+#   HYBRID_ES_TEST_ENGINES="elasticsearch"   only the first run (default:
+#                                            "elasticsearch opensearch elasticsearch8")
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -23,7 +26,13 @@ if [ -z "${HYBRID_ES_TEST_RERANKER:-}" ] && [ -f "$MODEL/hybrid_es_reranker.json
   export HYBRID_ES_TEST_RERANKER="$MODEL"
 fi
 
-ENGINES="${HYBRID_ES_TEST_ENGINES:-elasticsearch opensearch}"
+ENGINES="${HYBRID_ES_TEST_ENGINES:-elasticsearch opensearch elasticsearch8}"
+ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219)
+if [[ " $ENGINES " == *" elasticsearch8 "* ]]; then
+  ES8_LOG="$(mktemp)"
+  "${ES8[@]}" scripts/es.sh start >"$ES8_LOG" 2>&1 &
+  ES8_START=$!
+fi
 if [[ " $ENGINES " == *" opensearch "* ]]; then
   # Started in the background while the linters and the Elasticsearch run go: two nodes fit the
   # machine (1 GB heap each), and the start overlaps with work that needs no OpenSearch.
@@ -32,12 +41,27 @@ if [[ " $ENGINES " == *" opensearch "* ]]; then
   OS_START=$!
 fi
 
+# The HTTPS node of tests/integration/test_tls.py (HYBRID_ES_TLS=1: its own instance on port 9243,
+# a 512 MB heap), started in the background too and stopped after the Elasticsearch run; the
+# module starts it itself when run alone.
+TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m)
+if [[ " $ENGINES " == *" elasticsearch "* ]]; then
+  TLS_LOG="$(mktemp)"
+  "${TLS_NODE[@]}" scripts/es.sh start >"$TLS_LOG" 2>&1 &
+  TLS_START=$!
+fi
+
 echo "== ruff"; ruff check hybrid_es tests scripts
 echo "== mypy"; mypy hybrid_es
 status=0
 if [[ " $ENGINES " == *" elasticsearch "* ]]; then
+  if ! wait "$TLS_START"; then
+    cat "$TLS_LOG" >&2
+    echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
+  fi
   echo "== pytest (Elasticsearch)"
   python -m pytest "$@" || status=$?
+  "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
 if [[ " $ENGINES " == *" opensearch "* ]]; then
   if ! wait "$OS_START"; then
@@ -51,6 +75,24 @@ if [[ " $ENGINES " == *" opensearch "* ]]; then
     eval "$(scripts/opensearch.sh env)"
     if [ $# -eq 0 ]; then set -- tests/integration tests/security; fi
     python -m pytest "$@"
+  ) || status=$?
+fi
+if [[ " $ENGINES " == *" elasticsearch8 "* ]]; then
+  if ! wait "$ES8_START"; then
+    cat "$ES8_LOG" >&2
+    echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2
+    exit 1
+  fi
+  cat "$ES8_LOG"
+  VENV8="$(scripts/setup.sh es8 | tail -1)"
+  echo "== pytest (Elasticsearch 8.19: the 9.x client refused clearly; then elasticsearch-py 8)"
+  (
+    eval "$("${ES8[@]}" scripts/es.sh env)"
+    HYBRID_ES_MISMATCH_URL="$HYBRID_ES_URL" python -m pytest tests/integration/test_client_mismatch.py
+    # TLS is the client's side: test_tls.py ran against its own HTTPS node in the first run.
+    if [ $# -eq 0 ]; then set -- tests/integration --ignore=tests/integration/test_tls.py; fi
+    export HYBRID_ES_SERVER_VERSION=8.19.21  # the disposable nodes of the reliability tests too
+    "$VENV8/bin/python" -m pytest "$@"
   ) || status=$?
 fi
 exit "$status"

@@ -21,8 +21,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
-from hybrid_es.cluster.client import make_client
-from hybrid_es.errors import ConfigurationError, EngineError, translate_es_error
+from hybrid_es.cluster.client import build_client, make_client, opensearch_client_kwargs
+from hybrid_es.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    EngineError,
+    missing_credentials,
+    translate_es_error,
+)
 from hybrid_es.settings import Settings
 
 Flavor = Literal["elasticsearch", "opensearch"]
@@ -60,14 +66,24 @@ class Engine:
         params: dict[str, Any] | None = None,
         body: Any = None,
         what: str = "request",
+        opaque_id: str | None = None,
     ) -> Any:
-        """One REST call; the JSON it answers, or a package error (never a client's)."""
+        """One REST call; the JSON it answers, or a package error (never a client's).
+        ``opaque_id`` goes out as ``X-Opaque-Id`` (the search's trace id), which the cluster's
+        slow log, tasks API and HTTP client stats show beside the request."""
         try:
-            return self._send(method, path, _query(params), body)
+            return self._send(method, path, _query(params), body, opaque_id)
         except Exception as exc:
             raise translate_es_error(exc, url=self.url, what=what) from exc
 
-    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        body: Any,
+        opaque_id: str | None = None,
+    ) -> Any:
         raise NotImplementedError
 
     def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
@@ -163,18 +179,36 @@ class Engine:
         )
 
     def search(
-        self, index: str, body: dict[str, Any], *, what: str = "search", **params: Any
+        self,
+        index: str,
+        body: dict[str, Any],
+        *,
+        what: str = "search",
+        opaque_id: str | None = None,
+        **params: Any,
     ) -> dict[str, Any]:
         """One search; ``params`` are URL parameters (``ignore_unavailable``, ``search_pipeline``,
-        ``seq_no_primary_term``, ...)."""
+        ``seq_no_primary_term``, ...); ``opaque_id`` as in :meth:`request`."""
         return dict(
-            self.request("POST", f"/{_p(index)}/_search", params=params, body=body, what=what)
+            self.request(
+                "POST",
+                f"/{_p(index)}/_search",
+                params=params,
+                body=body,
+                what=what,
+                opaque_id=opaque_id,
+            )
         )
 
-    def msearch(self, searches: list[dict[str, Any]], **params: Any) -> list[dict[str, Any]]:
-        """Several searches in one request (header, body, header, body, ...): their responses."""
+    def msearch(
+        self, searches: list[dict[str, Any]], *, opaque_id: str | None = None, **params: Any
+    ) -> list[dict[str, Any]]:
+        """Several searches in one request (header, body, header, body, ...): their responses.
+        ``opaque_id`` as in :meth:`request`."""
         ndjson = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in searches)
-        resp = self.request("POST", "/_msearch", params=params, body=ndjson, what="search")
+        resp = self.request(
+            "POST", "/_msearch", params=params, body=ndjson, what="search", opaque_id=opaque_id
+        )
         return list(resp["responses"])
 
     def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -345,8 +379,17 @@ class Engine:
 class ElasticsearchEngine(Engine):
     flavor: Flavor = "elasticsearch"
 
-    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        body: Any,
+        opaque_id: str | None = None,
+    ) -> Any:
         headers = {"accept": "application/json"}
+        if opaque_id:
+            headers["x-opaque-id"] = opaque_id
         if body is not None:
             headers["content-type"] = (
                 "application/x-ndjson" if isinstance(body, str) else "application/json"
@@ -374,7 +417,14 @@ class ElasticsearchEngine(Engine):
 class OpenSearchEngine(Engine):
     flavor: Flavor = "opensearch"
 
-    def _send(self, method: str, path: str, params: dict[str, str], body: Any) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str],
+        body: Any,
+        opaque_id: str | None = None,
+    ) -> Any:
         # The client's own timeout, always passed: opensearch-py would otherwise take a
         # ``timeout`` URL parameter (cluster health's, a search's) for its socket timeout.
         timeout = getattr(self.raw, "_hybrid_es_kwargs", {}).get("timeout", 30)
@@ -383,7 +433,9 @@ class OpenSearchEngine(Engine):
             if not ok:
                 raise EngineError(f"{path} not found", status=404)
             return {}
-        headers = {"content-type": "application/x-ndjson"} if isinstance(body, str) else None
+        headers = {"content-type": "application/x-ndjson"} if isinstance(body, str) else {}
+        if opaque_id:
+            headers["x-opaque-id"] = opaque_id
         return self.raw.transport.perform_request(
             method, path, params=params, body=body, headers=headers, timeout=timeout
         )
@@ -441,23 +493,9 @@ def _opensearch_client(settings: Settings, **overrides: Any) -> Any:
             "opensearch-py",
             hint="pip install 'hybrid-es[opensearch]'",
         ) from exc
-    kwargs: dict[str, Any] = {
-        "hosts": [settings.url],
-        "timeout": settings.request_timeout,
-        "max_retries": settings.max_retries,
-        "retry_on_timeout": False,
-        "verify_certs": settings.verify_certs,
-        "ssl_show_warn": settings.verify_certs,
-    }
-    if settings.ca_certs:
-        kwargs["ca_certs"] = str(settings.ca_certs)
-    if settings.api_key:
-        kwargs["headers"] = {"Authorization": f"ApiKey {settings.api_key.get_secret_value()}"}
-    elif settings.username and settings.password is not None:
-        kwargs["http_auth"] = (settings.username, settings.password.get_secret_value())
-    kwargs.update(overrides)
-    client = OpenSearch(**kwargs)
-    client._hybrid_es_kwargs = kwargs  # type: ignore[attr-defined]
+    kwargs = {**opensearch_client_kwargs(settings), **overrides}
+    client = build_client(OpenSearch, kwargs, settings, "OpenSearch")
+    client._hybrid_es_kwargs = kwargs
     logger = logging.getLogger("opensearch")
     if not any(isinstance(f, _QuietNotFound) for f in logger.filters):
         logger.addFilter(_QuietNotFound())
@@ -471,17 +509,26 @@ def connect(settings: Settings | None = None, **overrides: Any) -> Engine:
     product header (even when it refuses the request), OpenSearch with its distribution, or a
     security-plugin refusal. Raises EngineUnavailableError / AuthenticationError when the cluster
     cannot be reached or refuses the credentials, EngineError for a server that is neither, and
-    ConfigurationError when opensearch-py is needed and missing.
+    ConfigurationError when opensearch-py is needed and missing, when the cluster demands
+    credentials and none are configured (the message names the variables), or when its TLS
+    certificate cannot be checked with the settings given (the message names the setting).
     """
     s = settings or Settings()
     url = s.redacted_url()
     es = make_client(s, **overrides)
-    flavor, version = _identify(es, url)
+    try:
+        flavor, version = _identify(es, url)
+    except AuthenticationError as exc:
+        given = any(overrides.get(k) for k in ("api_key", "basic_auth", "bearer_auth"))
+        if exc.status == 401 and not (s.has_credentials() or given):
+            raise missing_credentials(url, username=s.username) from None
+        raise
     if flavor == "elasticsearch":
         engine: Engine = ElasticsearchEngine(es, url=url, version=version)
         if version == "unknown":
             with contextlib.suppress(EngineError):
                 engine.version = str(engine.node_info().get("version", "unknown"))
+        _warn_on_older_client(engine)
         return engine
     return OpenSearchEngine(
         _opensearch_client(s, **_os_overrides(overrides)), url=url, version=version
@@ -497,10 +544,14 @@ def _identify(es: Any, url: str) -> tuple[Flavor, str]:
     except UnsupportedProductError as exc:  # a 2xx without the product header
         status, body = 200, exc.body
     except ApiError as exc:
-        if exc.meta.headers.get("x-elastic-product") == "Elasticsearch":
-            return "elasticsearch", "unknown"  # refused, but by Elasticsearch
-        if exc.meta.status == 401:
+        if exc.meta.status == 401:  # no or wrong credentials, whoever answered
             raise translate_es_error(exc, url=url, what="connecting") from exc
+        if exc.meta.headers.get("x-elastic-product") == "Elasticsearch":
+            if exc.meta.status == 400 and "media_type_header_exception" in str(exc):
+                # elasticsearch-py N sends "compatible-with=N", which a server older than N
+                # refuses on every request: say so now, with both versions and the fix.
+                raise client_mismatch(_server_version_plain(es), url) from exc
+            return "elasticsearch", "unknown"  # refused, but by Elasticsearch
         status, body = exc.meta.status, exc.body
     except Exception as exc:
         raise translate_es_error(exc, url=url, what="connecting") from exc
@@ -515,6 +566,72 @@ def _identify(es: Any, url: str) -> tuple[Flavor, str]:
         hint="check HYBRID_ES_URL",
         status=status,
     )
+
+
+def client_version() -> str:
+    """The installed elasticsearch-py version."""
+    from importlib.metadata import version
+
+    return version("elasticsearch")
+
+
+def client_mismatch(server_version: str, url: str) -> ConfigurationError:
+    """The error for an Elasticsearch server whose major this elasticsearch-py cannot talk to."""
+    server_major = server_version.split(".")[0]
+    client = client_version()
+    extra = f"es{server_major}" if server_major in ("8", "9") else None
+    hint = (
+        f"install the {server_major}.x client: pip install 'hybrid-es[{extra}]' "
+        f"(the same as pip install 'elasticsearch>={server_major}.19,<{int(server_major) + 1}')"
+        if extra == "es8"
+        else f"install elasticsearch-py {server_major}.x: pip install 'hybrid-es[{extra}]'"
+        if extra
+        else "hybrid-es supports Elasticsearch 8.19 and 9.x"
+    )
+    return ConfigurationError(
+        f"the cluster at {url} runs Elasticsearch {server_version}, and this install has "
+        f"elasticsearch-py {client}: the client's major version must equal the server's "
+        f"({client.split('.')[0]} != {server_major})",
+        hint=hint,
+    )
+
+
+def _warn_on_older_client(engine: Engine) -> None:
+    """A client older than the server talks to it through the server's REST compatibility
+    (elasticsearch-py 8 sends plain JSON, which Elasticsearch 9 accepts): it works, but the suite
+    does not run that pair, so say so once. A newer client cannot work: :func:`client_mismatch`."""
+    client_major = int(client_version().split(".")[0])
+    if engine.major and client_major < engine.major:
+        logging.getLogger("hybrid_es").warning(
+            "elasticsearch-py %s talks to Elasticsearch %s at %s through REST compatibility; "
+            "the tested pair is the client of the server's major: pip install 'hybrid-es[es%d]'",
+            client_version(),
+            engine.version,
+            engine.url,
+            engine.major,
+        )
+
+
+def _server_version_plain(es: Any) -> str:
+    """The server's version, asked without the client's compatibility headers (which an older
+    server refuses)."""
+    from elastic_transport import HttpHeaders
+
+    try:
+        headers = HttpHeaders(es._headers)  # the client's auth and user-agent
+        headers["accept"] = "application/json"
+        # GET / first; the integ-test distribution serves no GET /, so node info next.
+        for path in ("/", "/_nodes/_local?filter_path=nodes.*.version"):
+            body = es.transport.perform_request("GET", path, headers=headers).body
+            if not isinstance(body, dict):
+                continue
+            if isinstance(body.get("version"), dict):
+                return str(body["version"].get("number", "unknown"))
+            for node in (body.get("nodes") or {}).values():
+                return str(node.get("version", "unknown"))
+        return "unknown (older than the client)"
+    except Exception:  # only the message's detail depends on it
+        return "unknown (older than the client)"
 
 
 def _os_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
