@@ -281,7 +281,8 @@ def fault_node(tmp_path_factory):  # type: ignore[no-untyped-def]
     yield {
         "settings": settings,
         "es_sh": es_sh,
-        "pidfile": next(home.glob("elasticsearch-*-fault")) / "es.pid",
+        # the node just started: the newest pid file of any version's fault instance
+        "pidfile": max(home.glob("elasticsearch-*-fault/es.pid"), key=lambda p: p.stat().st_mtime),
     }
     es_sh("stop")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from hybrid_es.cli.exits import ExitCode
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.chunking import chunk_text, counter_for
@@ -90,7 +91,7 @@ def test_dry_run_writes_nothing_and_fail_fast_stops_at_the_first_bad_line(
     assert es.count(fresh_indices["chunks"]) == 0
     rc, out, err = _run(fresh_indices, str(path), "--tenant", "t", "--fail-fast")
     err = " ".join(err.split())  # rich wraps long lines
-    assert rc == 2 and "line 2" in err and "malformed JSON" in err
+    assert rc == ExitCode.DATA_ERROR and "line 2" in err and "malformed JSON" in err
     assert es.count(fresh_indices["chunks"]) == 0
 
 
