@@ -219,10 +219,16 @@ class CorpusState:
     ) -> dict[str, Any]:
         now = self._clock().isoformat()
         doc = self.client.get(self.index, tenant)
+        # refresh=true: a reader under document-level security cannot get in real time (the
+        # security plugin turns realtime off), so an unrefreshed watermark would read as absent
+        # or old for up to a second after the write, and a packet could be reused on evidence
+        # that just changed. One small document per tenant: the refresh costs little.
         if doc is None:
             src = change({"tenant": tenant, "watermark": 0, "pending": {}, "last_change": None})
             src["updated_at"] = now
-            self.client.index(self.index, src, id=tenant, op_type="create", what=what)
+            self.client.index(
+                self.index, src, id=tenant, op_type="create", refresh="true", what=what
+            )
             return src
         src = change(dict(doc["_source"]))
         src["updated_at"] = now
@@ -232,6 +238,7 @@ class CorpusState:
             id=tenant,
             if_seq_no=doc["_seq_no"],
             if_primary_term=doc["_primary_term"],
+            refresh="true",
             what=what,
         )
         return src
