@@ -27,49 +27,43 @@ if [ -z "${HYBRID_ES_TEST_RERANKER:-}" ] && [ -f "$MODEL/hybrid_es_reranker.json
 fi
 
 ENGINES="${HYBRID_ES_TEST_ENGINES:-elasticsearch opensearch elasticsearch8}"
-ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219)
-if [[ " $ENGINES " == *" elasticsearch8 "* ]]; then
-  ES8_LOG="$(mktemp)"
-  "${ES8[@]}" scripts/es.sh start >"$ES8_LOG" 2>&1 &
-  ES8_START=$!
-fi
-if [[ " $ENGINES " == *" opensearch "* ]]; then
-  # Started in the background while the linters and the Elasticsearch run go: two nodes fit the
-  # machine (1 GB heap each), and the start overlaps with work that needs no OpenSearch.
-  OS_LOG="$(mktemp)"
-  scripts/opensearch.sh start >"$OS_LOG" 2>&1 &
-  OS_START=$!
-fi
+wants() { [[ " $ENGINES " == *" $1 "* ]]; }
 
-# The HTTPS node of tests/integration/test_tls.py (HYBRID_ES_TLS=1: its own instance on port 9243,
-# a 512 MB heap), started in the background too and stopped after the Elasticsearch run; the
-# module starts it itself when run alone.
+# The other nodes start in the background while the linters and the first run go (each start
+# overlaps with work that does not need it); `await_node` waits for one and shows its log.
+declare -A NODE_PID NODE_LOG
+start_node() {  # name command...
+  local name=$1; shift
+  NODE_LOG[$name]="$(mktemp)"
+  "$@" >"${NODE_LOG[$name]}" 2>&1 &
+  NODE_PID[$name]=$!
+}
+await_node() {  # name -> the start's exit status, its log on stderr when it failed
+  if wait "${NODE_PID[$1]}"; then cat "${NODE_LOG[$1]}"; return 0; fi
+  cat "${NODE_LOG[$1]}" >&2
+  return 1
+}
+# The HTTPS node of tests/integration/test_tls.py (its own instance on port 9243, a 512 MB heap),
+# stopped after the Elasticsearch run; the module starts it itself when run alone.
 TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m)
-if [[ " $ENGINES " == *" elasticsearch "* ]]; then
-  TLS_LOG="$(mktemp)"
-  "${TLS_NODE[@]}" scripts/es.sh start >"$TLS_LOG" 2>&1 &
-  TLS_START=$!
-fi
+ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219)
+if wants elasticsearch8; then start_node es8 "${ES8[@]}" scripts/es.sh start; fi
+if wants opensearch; then start_node opensearch scripts/opensearch.sh start; fi
+if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start; fi
 
 echo "== ruff"; ruff check hybrid_es tests scripts
 echo "== mypy"; mypy hybrid_es
 status=0
-if [[ " $ENGINES " == *" elasticsearch "* ]]; then
-  if ! wait "$TLS_START"; then
-    cat "$TLS_LOG" >&2
+if wants elasticsearch; then
+  if ! await_node tls; then
     echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
   fi
   echo "== pytest (Elasticsearch)"
   python -m pytest "$@" || status=$?
   "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
-if [[ " $ENGINES " == *" opensearch "* ]]; then
-  if ! wait "$OS_START"; then
-    cat "$OS_LOG" >&2
-    echo "test.sh: OpenSearch did not start (log above)" >&2
-    exit 1
-  fi
-  cat "$OS_LOG"
+if wants opensearch; then
+  await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
   echo "== pytest (OpenSearch)"
   (
     eval "$(scripts/opensearch.sh env)"
@@ -77,13 +71,8 @@ if [[ " $ENGINES " == *" opensearch "* ]]; then
     python -m pytest "$@"
   ) || status=$?
 fi
-if [[ " $ENGINES " == *" elasticsearch8 "* ]]; then
-  if ! wait "$ES8_START"; then
-    cat "$ES8_LOG" >&2
-    echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2
-    exit 1
-  fi
-  cat "$ES8_LOG"
+if wants elasticsearch8; then
+  await_node es8 || { echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2; exit 1; }
   VENV8="$(scripts/setup.sh es8 | tail -1)"
   echo "== pytest (Elasticsearch 8.19: the 9.x client refused clearly; then elasticsearch-py 8)"
   (
@@ -94,5 +83,6 @@ if [[ " $ENGINES " == *" elasticsearch8 "* ]]; then
     export HYBRID_ES_SERVER_VERSION=8.19.21  # the disposable nodes of the reliability tests too
     "$VENV8/bin/python" -m pytest "$@"
   ) || status=$?
+  "${ES8[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
 exit "$status"

@@ -57,6 +57,8 @@ class Capabilities(BaseModel):
 
     flavor: str
     server_version: str
+    client_library: str = ""
+    """The client and its version (``elasticsearch-py 9.5.1``), shown beside the server's."""
     license_type: str | None
     security_enabled: bool
     native_rrf: bool
@@ -117,6 +119,7 @@ class Capabilities(BaseModel):
 
         return [
             ("server", f"{self.flavor} {self.server_version}"),
+            ("client", self.client_library or "unknown"),
             (
                 "probe",
                 "with writes (probe objects made and removed)"
@@ -238,6 +241,7 @@ def _probe_elasticsearch(engine: Engine, *, writes: bool, layout: IndexLayout) -
     return Capabilities(
         flavor="elasticsearch",
         server_version=version,
+        client_library=engine.client_library,
         license_type=licence,
         license_status=status,
         security_enabled=security,
@@ -471,6 +475,7 @@ def _probe_opensearch(engine: Engine, *, writes: bool) -> Capabilities:
     return Capabilities(
         flavor="opensearch",
         server_version=version,
+        client_library=engine.client_library,
         license_type=None,
         security_enabled=security,
         native_rrf=rrf,

@@ -58,6 +58,15 @@ class Engine:
         head = self.version.split(".")[0]
         return int(head) if head.isdigit() else 0
 
+    @property
+    def client_library(self) -> str:
+        """The client library and its installed version, e.g. ``elasticsearch-py 9.5.1``."""
+        from importlib.metadata import version
+
+        if self.flavor == "elasticsearch":
+            return f"elasticsearch-py {version('elasticsearch')}"
+        return f"opensearch-py {version('opensearch-py')}"
+
     def request(
         self,
         method: str,

@@ -8,6 +8,7 @@ probe gave away: an index created and deleted again leaves a tombstone there.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -81,6 +82,10 @@ def test_the_report_has_the_licence_matrix_and_the_privileges(es, caps):
     assert all(a.allowed for a in commands.values()), commands  # the tests' superuser
     rows = dict(caps.rows())
     assert rows["probe"] == "read-only"
+    # client and server versions side by side (issue 17)
+    dist = "elasticsearch" if caps.flavor == "elasticsearch" else "opensearch-py"
+    assert rows["client"].endswith(f"-py {importlib.metadata.version(dist)}"), rows["client"]
+    assert rows["server"] == f"{caps.flavor} {caps.server_version}"
     assert "document-level security" in rows["licence matrix"]
     assert "bootstrap: yes" in rows[f"privileges of {caps.user}"]
 
