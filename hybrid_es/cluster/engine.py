@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
@@ -34,7 +35,7 @@ from hybrid_es.settings import Settings
 Flavor = Literal["elasticsearch", "opensearch"]
 
 
-class Engine:
+class Engine(ABC):
     """The cluster operations hybrid-es uses, over one REST primitive per flavour
     (:meth:`request`). Construct with :func:`connect` (or wrap a client you made with
     :func:`as_engine`); ``raw`` is the underlying client, for the bulk and scroll helpers."""
@@ -85,6 +86,7 @@ class Engine:
         except Exception as exc:
             raise translate_es_error(exc, url=self.url, what=what) from exc
 
+    @abstractmethod
     def _send(
         self,
         method: str,
@@ -93,14 +95,15 @@ class Engine:
         body: Any,
         opaque_id: str | None = None,
     ) -> Any:
-        raise NotImplementedError
+        """The flavour's client call; raises the client's own errors (``request`` translates)."""
 
+    @abstractmethod
     def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
         """The same engine with another timeout and retry count (the trace writer's)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _helpers(self) -> Any:
-        raise NotImplementedError
+        """The client's bulk and scan helpers module."""
 
     # -- documents -------------------------------------------------------------------------
 
