@@ -18,7 +18,7 @@ from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.chunking import Chunk, chunk_text
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms
+from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms, code_terms
 from hybrid_es.retrieval.identifiers import extract_identifiers
 
 
@@ -72,6 +72,7 @@ def build_chunk_records(
             "raw_chunk_text": ch.text,
             "search_payload": payload,
             "search_terms": client_terms(payload),
+            "code_terms": code_terms(payload),
             "analysis_version": ANALYSIS_VERSION,
             "ids": sorted(ids.values(), key=str.lower),
             "doc_hash": doc_hash,

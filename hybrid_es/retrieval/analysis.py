@@ -3,7 +3,12 @@
 ``client_terms`` turns text into the terms an English-stemming, CJK-bigram analyzer would
 produce, joined by spaces; the ``search_terms`` field stores them and is indexed with the
 built-in ``whitespace`` analyzer, and queries go through the same function. On a cluster with
-``english``/``cjk`` analysis the ``full`` analysis profile does this natively instead. Pure.
+``english``/``cjk`` analysis the ``full`` analysis profile does this natively instead.
+
+``code_terms`` does the same for identifiers in source code, on every profile: Lucene's standard
+tokenizer keeps ``run_target``, ``self.executor`` and ``DiffExecutor`` whole, so a question that
+says "run target" or "executor" never matches them. The ``code_terms`` field holds each compound
+identifier whole and split (on dots, ``::``, underscores and camelCase). Pure.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-ANALYSIS_VERSION = "client-terms-v1"
+ANALYSIS_VERSION = "client-terms-v2"
 """Stored on every chunk: a change to ``client_terms`` must bump it, so re-ingest rewrites."""
 
 # Lucene's English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
@@ -75,7 +80,7 @@ def client_terms(text: str) -> str:
     bigrams (a single character stays a unigram), as Lucene's CJKBigramFilter emits them.
 
     >>> client_terms("The rooms' roll-in showers 无障碍淋浴")
-    "room roll shower 无障 障碍 碍淋 淋浴"
+    'room roll shower 无障 障碍 碍淋 淋浴'
     """
     out: list[str] = []
     for tok in _TOKEN.findall(text.lower()):
@@ -83,6 +88,42 @@ def client_terms(text: str) -> str:
             out.extend([tok] if len(tok) == 1 else [tok[i : i + 2] for i in range(len(tok) - 1)])
         elif tok not in STOP_WORDS:
             out.append(_stem(tok))
+    return " ".join(out)
+
+
+# An identifier, possibly qualified: ``a.b``, ``a::b``, ``a->b``, ``A#b``.
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->|#)[A-Za-z_$][\w$]*)*")
+_QUALIFIER = re.compile(r"\.|::|->|#")
+# camelCase and PascalCase words, acronyms (``HTTPServer`` -> HTTP, Server) and digit runs.
+_CAMEL_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def code_terms(text: str) -> str:
+    """Compound identifiers whole and split, lowercased: each qualified name whole, each of its
+    segments whole, and the words of each segment (split on underscores and camelCase).
+
+    Only identifiers with at least two words of two or more characters count, so prose adds
+    (almost) nothing: ``e.g.``, ``mRNA`` and ``roll-in`` give no terms.
+
+    >>> code_terms("How does DiffExecutor call self.run_target?")
+    'diffexecutor diff executor self.run_target self run_target self run target'
+    """
+    out: list[str] = []
+    for ident in _IDENT.findall(text):
+        segments = [s for s in _QUALIFIER.split(ident) if s]
+        words = [
+            w.lower()
+            for seg in segments
+            for part in seg.split("_")
+            for w in _CAMEL_WORD.findall(part)
+            if len(w) >= 2
+        ]
+        if len(words) < 2:
+            continue
+        out.append(ident.lower())
+        if len(segments) > 1:
+            out.extend(s.lower() for s in segments)
+        out.extend(words)
     return " ".join(out)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from elasticsearch.dsl.query import Match, MultiMatch, Query, Terms
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
-from hybrid_es.retrieval.analysis import client_terms
+from hybrid_es.retrieval.analysis import client_terms, code_terms
 from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
 from hybrid_es.retrieval.identifiers import extract_identifiers
 
@@ -43,6 +43,7 @@ MAX_WINDOW = 1_000
 
 TEXT_FIELDS = ("search_payload", "search_payload.cjk", "title^0.5")
 CLIENT_TERMS_FIELD = "search_terms"
+CODE_TERMS_FIELD = "code_terms"
 ID_FIELDS = ("ids", "contract_ids", "room_codes", "booking_ids", "property_ids")
 ID_BOOST = 5.0
 SOURCE_EXCLUDES = ("embedding",)
@@ -116,6 +117,11 @@ def sparse_query(
         # Stemmed English and CJK bigrams analysed client-side (see analysis.py): measured on
         # SciFact, Cranfield and XQuAD-zh, the sum of both clauses beats either alone.
         should.append(Match(CLIENT_TERMS_FIELD, {"query": terms}))
+    code = code_terms(query)
+    if code:
+        # Compound identifiers whole and split (analysis.code_terms): a question about
+        # "DiffExecutor" or "run target" matches ``diff_executor`` and ``self.run_target``.
+        should.append(Match(CODE_TERMS_FIELD, {"query": code}))
     ids = extract_identifiers(query)
     if ids:
         should.extend(_id_terms(f, ids) for f in ID_FIELDS)
