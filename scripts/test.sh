@@ -2,12 +2,13 @@
 # Set up everything and run the whole test suite against real engines: venv (cached),
 # Elasticsearch 9, OpenSearch 2.19 and Elasticsearch 8.19 (fetched from Maven Central, cached),
 # lint, type check, then pytest on Elasticsearch 9 (every test), on OpenSearch (the integration
-# and security suites) and on Elasticsearch 8.19 with elasticsearch-py 8 (the integration suite,
-# plus the client-mismatch test with the 9.x client).
+# and security suites), on Elasticsearch 8.19 with elasticsearch-py 8 (the integration suite,
+# plus the client-mismatch test with the 9.x client), and the smoke test of a local 3-node
+# Elasticsearch 9 cluster (tests/cluster: a node killed and restarted under searches).
 #
-#   scripts/test.sh [pytest args]       the same args go to every run
+#   scripts/test.sh [pytest args]       the same args go to every run but the cluster smoke
 #   HYBRID_ES_TEST_ENGINES="elasticsearch"   only the first run (default:
-#                                            "elasticsearch opensearch elasticsearch8")
+#                                            "elasticsearch opensearch elasticsearch8 cluster")
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -26,7 +27,7 @@ if [ -z "${HYBRID_ES_TEST_RERANKER:-}" ] && [ -f "$MODEL/hybrid_es_reranker.json
   export HYBRID_ES_TEST_RERANKER="$MODEL"
 fi
 
-ENGINES="${HYBRID_ES_TEST_ENGINES:-elasticsearch opensearch elasticsearch8}"
+ENGINES="${HYBRID_ES_TEST_ENGINES:-elasticsearch opensearch elasticsearch8 cluster}"
 wants() { [[ " $ENGINES " == *" $1 "* ]]; }
 
 # The other nodes start in the background while the linters and the first run go (each start
@@ -47,6 +48,10 @@ await_node() {  # name -> the start's exit status, its log on stderr when it fai
 # stopped after the Elasticsearch run; the module starts it itself when run alone.
 TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m)
 ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219)
+# The 3-node cluster of tests/cluster (instance "cluster", ports 9271-9273, 512 MB heap a node):
+# started once the Elasticsearch run is over, so that its start overlaps the OpenSearch run
+# rather than crowding the first; stopped after its smoke test.
+CLUSTER=(env HYBRID_ES_HEAP=512m scripts/es.sh --nodes 3)
 if wants elasticsearch8; then start_node es8 "${ES8[@]}" scripts/es.sh start; fi
 if wants opensearch; then start_node opensearch scripts/opensearch.sh start; fi
 if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start; fi
@@ -62,6 +67,7 @@ if wants elasticsearch; then
   python -m pytest "$@" || status=$?
   "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
+if wants cluster; then start_node cluster "${CLUSTER[@]}" start; fi
 if wants opensearch; then
   await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
   echo "== pytest (OpenSearch)"
@@ -84,5 +90,13 @@ if wants elasticsearch8; then
     "$VENV8/bin/python" -m pytest "$@"
   ) || status=$?
   "${ES8[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
+fi
+if wants cluster; then
+  await_node cluster || { echo "test.sh: the 3-node cluster did not start (log above)" >&2; exit 1; }
+  echo "== pytest (3-node Elasticsearch cluster: a node killed and restarted)"
+  # Its own test only (as the mismatch test above): the pytest args are for the suites.
+  HYBRID_ES_CLUSTER_URL="$(sed -n 's/^export HYBRID_ES_URL=//p' <("${CLUSTER[@]}" env))" \
+    python -m pytest tests/cluster || status=$?
+  "${CLUSTER[@]}" stop >/dev/null 2>&1 || true
 fi
 exit "$status"

@@ -27,6 +27,7 @@ from hybrid_es.cluster.templates import (
     role_name,
     vector_field_problem,
     with_fingerprint,
+    with_index_settings,
 )
 from hybrid_es.cluster.trace_storage import trace_storage_actions, trace_templates
 from hybrid_es.errors import (
@@ -101,11 +102,19 @@ def plan(client: Engine | Any, templates: list[Template], *, force: bool = False
 
 
 def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
-    """What bootstrap installs on this cluster: the templates in its engine's variant, and on
-    OpenSearch with native fusion, the fusion's search pipelines."""
+    """What bootstrap installs on this cluster: the templates in its engine's variant, with the
+    shards and replicas of the settings (:func:`~hybrid_es.cluster.templates.with_index_settings`
+    says what to choose on a cluster), and on OpenSearch with native fusion, the fusion's search
+    pipelines."""
     flavor: Flavor = "opensearch" if caps.flavor == "opensearch" else "elasticsearch"
     templates = load_templates(caps.analysis_profile, settings.templates_dir, flavor)
     templates = trace_templates(templates, caps.trace_storage, settings.trace_retention_days)
+    templates = with_index_settings(
+        templates,
+        shards=settings.shards,
+        replicas=settings.replicas,
+        chunks_shards=settings.chunks_shards,
+    )
     if flavor == "opensearch" and (caps.native_rrf or caps.linear_retriever):
         templates += [
             replace(p, body=adapt_pipeline(p.body, caps.rrf_rank_constant_at))

@@ -50,6 +50,23 @@ native fusion; older versions are served by the client-side fusion."""
 NATIVE_FUSION_PLUGIN = "opensearch-neural-search"
 
 
+class IndexShards(BaseModel):
+    """The shards and replicas of one hybrid-es index, as its settings say."""
+
+    model_config = ConfigDict(frozen=True)
+
+    index: str
+    shards: int
+    replicas: int
+    """The replicas now (with ``auto_expand``, what the cluster expanded them to)."""
+    auto_expand: str | None = None
+    """The ``auto_expand_replicas`` range (``0-1``), where the index has one."""
+
+    def describe(self) -> str:
+        auto = f" (auto {self.auto_expand})" if self.auto_expand else ""
+        return f"{self.index}: {self.shards} shards, {self.replicas} replicas{auto}"
+
+
 class Capabilities(BaseModel):
     """A capability report. Booleans are what the probe saw; ``notes`` say why where useful."""
 
@@ -91,6 +108,16 @@ class Capabilities(BaseModel):
     rrf_rank_constant_at: RankConstantAt = "parameters"
     trace_storage: TraceStorageKind = "dated-indices"
     """Where traces go (``cluster.trace_storage``): a data stream, or an index per day."""
+    nodes: int | None = None
+    """Nodes in the cluster, and of them data nodes (None: the credentials may not read the
+    cluster's health, cluster privilege ``monitor``)."""
+    data_nodes: int | None = None
+    cluster_status: str | None = None
+    """green, yellow or red (None: unknown)."""
+    indices: tuple[IndexShards, ...] | None = None
+    """Shards and replicas of every hybrid-es index (the chunks, packets, traces and corpus state
+    indices, and the traces data stream's backing indices); None: the credentials may not read
+    their settings (``view_index_metadata``)."""
     """Where this OpenSearch's RRF processor reads its rank constant (``RankConstantAt``)."""
 
     @property
@@ -148,7 +175,19 @@ class Capabilities(BaseModel):
             ),
             *([("plugins", ", ".join(self.plugins))] if self.plugins else []),
             ("trace storage", describe(self.trace_storage)),
+            ("nodes", self._nodes()),
+            (
+                "hybrid-es indices",
+                "unknown"
+                if self.indices is None
+                else "\n".join(i.describe() for i in self.indices) or "none yet",
+            ),
         ]
+
+    def _nodes(self) -> str:
+        if self.nodes is None:
+            return "unknown"
+        return f"{self.nodes} ({self.data_nodes} data), cluster {self.cluster_status}"
 
 
 def _licence_line(row: LicenceRow) -> str:
@@ -181,7 +220,72 @@ def probe(
     else:
         caps = _probe_elasticsearch(engine, writes=writes, layout=layout)
     storage, why = probe_trace_storage(engine)
-    return caps.model_copy(update={"trace_storage": storage, "notes": (*caps.notes, why)})
+    notes = [*caps.notes, why]
+    topology = _topology(engine, layout, notes)
+    return caps.model_copy(update={"trace_storage": storage, "notes": tuple(notes), **topology})
+
+
+_SHARD_SETTINGS = "index.number_of_shards,index.number_of_replicas,index.auto_expand_replicas"
+
+
+def _topology(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict[str, Any]:
+    """The node count (cluster health) and the shards and replicas of each hybrid-es index (its
+    settings): two reads, the same on both engines; what the credentials may not read is left
+    unknown, with a note."""
+    out: dict[str, Any] = {}
+    try:
+        health = engine.health()
+        out["nodes"] = int(health["number_of_nodes"])
+        out["data_nodes"] = int(health["number_of_data_nodes"])
+        out["cluster_status"] = str(health["status"])
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        notes.append(
+            "node count unknown: the credentials may not read the cluster's health (cluster "
+            "privilege monitor)"
+        )
+    except EngineError as exc:
+        notes.append(f"node count unknown: {exc.message[:160]}")
+    names = (layout.chunks, layout.packets, layout.traces, layout.corpus_state)
+    patterns = ",".join([*(f"{n}*" for n in names), f".ds-{layout.traces}*"])
+    try:
+        resp = engine.request(
+            "GET",
+            f"/{patterns}/_settings/{_SHARD_SETTINGS}",
+            params={
+                "expand_wildcards": "open,hidden",
+                "allow_no_indices": True,
+                "ignore_unavailable": True,
+                "flat_settings": True,
+            },
+            what="reading the shards and replicas of the hybrid-es indices",
+        )
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        notes.append(
+            "shards and replicas per index unknown: the credentials may not read the indices' "
+            "settings (index privilege view_index_metadata)"
+        )
+        return out
+    except EngineError as exc:
+        notes.append(f"shards and replicas per index unknown: {exc.message[:160]}")
+        return out
+    indices = []
+    for index, body in sorted(dict(resp or {}).items()):
+        flat = body.get("settings", {})
+        auto = flat.get("index.auto_expand_replicas")
+        indices.append(
+            IndexShards(
+                index=index,
+                shards=int(flat.get("index.number_of_shards", 1)),
+                replicas=int(flat.get("index.number_of_replicas", 0)),
+                auto_expand=None if auto in (None, "false", False) else str(auto),
+            )
+        )
+    out["indices"] = tuple(indices)
+    return out
 
 
 def native_fusion_works(engine: Engine, method: str) -> tuple[bool, str]:

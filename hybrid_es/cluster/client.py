@@ -6,7 +6,7 @@ CA file exists.
 What each setting becomes::
 
     HYBRID_ES_*               elasticsearch-py           opensearch-py
-    URL                       hosts                      hosts
+    URL                       hosts                      hosts (each node URL of a list)
     CLOUD_ID                  cloud_id                   (refused: Elastic Cloud only)
     API_KEY                   api_key                    Authorization: ApiKey ...
     BEARER_AUTH               bearer_auth                Authorization: Bearer ...
@@ -66,7 +66,12 @@ def es_client_kwargs(settings: Settings, *, api_key: str | None = None) -> dict[
     exist or for both a CA file and a fingerprint.
 
     Retries here cover connection-level failures only (elasticsearch-py retries on connection
-    errors and 502/503/504); bulk 429s are handled by the bulk helper's back-off.
+    errors and 502/503/504); bulk 429s are handled by the bulk helper's back-off. With several
+    node URLs (``HYBRID_ES_URL=http://a:9200,http://b:9200``) a node that cannot be reached is
+    set aside (for 1 s, doubling up to 30 s while it stays down) and the request retried on the
+    next node, up to ``max_retries`` times: losing one node costs a retry, not an error. A
+    timeout is not retried (``retry_on_timeout`` off): the node may still be carrying the
+    request out, and a write sent again elsewhere could land twice.
     """
     kwargs: dict[str, Any] = {
         "request_timeout": settings.request_timeout,
@@ -76,8 +81,9 @@ def es_client_kwargs(settings: Settings, *, api_key: str | None = None) -> dict[
     }
     if settings.cloud_id:
         kwargs["cloud_id"] = settings.cloud_id
-    else:
-        kwargs["hosts"] = settings.url
+    else:  # one URL as given (as it always was); several as a list, each a node of the pool
+        urls = settings.node_urls()
+        kwargs["hosts"] = list(urls) if len(urls) > 1 else settings.url
     kwargs.update(tls_options(settings, https=settings.uses_tls()))
     key = api_key or (settings.api_key.get_secret_value() if settings.api_key else None)
     if key:
@@ -102,7 +108,7 @@ def opensearch_client_kwargs(settings: Settings) -> dict[str, Any]:
         )
     headers = {"user-agent": user_agent("opensearch-py")}
     kwargs: dict[str, Any] = {
-        "hosts": [settings.url],
+        "hosts": list(settings.node_urls()),  # several: retried on the next (as above)
         "timeout": settings.request_timeout,
         "max_retries": settings.max_retries,
         "retry_on_timeout": False,

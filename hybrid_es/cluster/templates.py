@@ -9,7 +9,7 @@ import copy
 import difflib
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +20,9 @@ AnalysisProfile = Literal["standard", "full"]
 Flavor = Literal["elasticsearch", "opensearch"]
 
 ANALYSIS_TEMPLATE = "hybrid-es-analysis"
+SETTINGS_TEMPLATE = "hybrid-es-settings"
+"""The component template of the settings every hybrid-es index shares (shards, replicas)."""
+CHUNKS_TEMPLATE = "hybrid-es-chunks"
 HASH_KEY = "hybrid_es_hash"
 TENANT_PLACEHOLDER = "{{tenant}}"
 
@@ -112,6 +115,70 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             out[key] = merge_patch(out.get(key), value)
     return out
+
+
+def with_index_settings(
+    templates: list[Template],
+    *,
+    shards: int = 1,
+    replicas: str = "0-1",
+    chunks_shards: int | None = None,
+) -> list[Template]:
+    """The templates with the shard and replica counts of the settings (pure): ``shards`` and
+    ``replicas`` in the component that every index composes (``hybrid-es-settings``), and
+    ``chunks_shards``, when set, in the chunks index template, which wins over the component for
+    the chunks indices. ``replicas`` is a number (``number_of_replicas``, no auto-expansion) or a
+    range (``auto_expand_replicas``: ``0-1``, ``1-all``). The values replace those of the files.
+
+    The defaults (1 primary; replicas ``0-1``: none on one node, one from two nodes up) suit a
+    single node, where a replica could never be allocated and the cluster would stay yellow.
+
+    **On a cluster** (``HYBRID_ES_SHARDS``, ``HYBRID_ES_CHUNKS_SHARDS``, ``HYBRID_ES_REPLICAS``):
+
+    - Replicas: 1 from two data nodes up (the default range gives it; or set ``1``). Every index
+      then survives the loss of a node with no acknowledged write lost, and searches spread over
+      both copies. 2 only to survive two nodes lost at once or for more search throughput, and
+      never more than the data nodes minus one (a copy is never put on its primary's node).
+    - Chunks shards: 1 primary until a shard would outgrow Elastic's sizing guide (10-50 GB and
+      under 200M documents per shard: "Size your shards" in the Elasticsearch docs); beyond, as
+      many as keep each within it, rounded to a multiple of the data nodes so that they share
+      the work. Every shard runs its own kNN graph search with the full ``num_candidates``, so
+      shards beyond what the size needs cost latency. The primaries are fixed at creation: more
+      means a new index and a re-ingest (or the split API).
+    - ``shards`` (packets, traces, corpus state): keep 1. They stay small, and the traces data
+      stream rolls over.
+    - With ``index-per-tenant`` tenancy every tenant's chunks index gets ``chunks_shards``
+      primaries and the replicas: keep 1 primary there (docs/tenancy.md: shards per node are
+      that mode's limit).
+
+    Bootstrap writes these into the templates, which shape indices created afterwards; the
+    replicas of an existing index change with ``PUT <index>/_settings``.
+    """
+    out = []
+    for t in templates:
+        if t.kind == "component" and t.name == SETTINGS_TEMPLATE:
+            body = copy.deepcopy(t.body)
+            index = _index_settings(body)
+            index["number_of_shards"] = int(shards)
+            if replicas.isdigit():
+                index.pop("auto_expand_replicas", None)
+                index["number_of_replicas"] = int(replicas)
+            else:
+                index.pop("number_of_replicas", None)
+                index["auto_expand_replicas"] = replicas
+            t = replace(t, body=body)
+        elif t.kind == "index" and t.name == CHUNKS_TEMPLATE and chunks_shards is not None:
+            body = copy.deepcopy(t.body)
+            _index_settings(body)["number_of_shards"] = int(chunks_shards)
+            t = replace(t, body=body)
+        out.append(t)
+    return out
+
+
+def _index_settings(body: dict[str, Any]) -> dict[str, Any]:
+    settings = body.setdefault("template", {}).setdefault("settings", {})
+    index: dict[str, Any] = settings.setdefault("index", {})
+    return index
 
 
 def load_pipelines(directory: Path | None = None) -> list[Template]:
