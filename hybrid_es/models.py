@@ -225,3 +225,7 @@ class SearchResponse(BaseModel):
     trace_id: str = ""
     """The search's trace id, drawn before its first request: the ``X-Opaque-Id`` its requests
     carried (the cluster's slow log and tasks API show it) and the id of its trace."""
+    truncated: tuple[str, ...] = ()
+    """The legs that read only the start of a long query: ``sparse`` (its first
+    ``max_query_terms`` terms, ``HYBRID_ES_MAX_QUERY_TERMS``) and ``dense`` (the embedder's
+    token window). Empty for a query read whole."""

@@ -3,7 +3,11 @@
 against a real cluster on loopback. Bounded in time and count; stops by itself.
 
     python scripts/bench_load.py --clients 4 --seconds 60            # the benchmark
+    python scripts/bench_load.py --clients 4 --seconds 30 --mix search   # search-only clients
     python scripts/bench_load.py --clients 2 --seconds 5 --embedder hash --json   # CI smoke
+
+``--mix mixed`` (the default) draws each operation at random: 70 % search, 20 % packet validate,
+10 % ingest; ``--mix search`` runs searches only.
 
 Reports throughput, p50/p95/p99 per operation, errors, and cross-tenant hits (any hit, leg
 result or packet member of another tenant). Exit status 1 when there is any error or leak.
@@ -35,6 +39,12 @@ from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
 
 MAX_OPS = 100_000
+MIXES = {
+    "mixed": {"search": 0.7, "packet_validate": 0.2, "ingest": 0.1},
+    "search": {"search": 1.0},
+}
+STAGES = ("embed", "retrieval")
+"""Stages of a search reported on their own (``timings_ms``: query embedding, the msearch)."""
 TENANTS = ("load-A", "load-B", "load-C")
 TOPICS = [
     "contract rate April",
@@ -53,6 +63,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--docs-per-tenant", type=int, default=60)
     ap.add_argument("--embedder", default="minilm", help="minilm | e5 | hash")
+    ap.add_argument("--mix", choices=sorted(MIXES), default="mixed", help="operations drawn")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if not (1 <= args.clients <= 32 and 0 < args.seconds <= 600):
@@ -66,7 +77,7 @@ def main() -> int:
         f"hybrid-es-corpus-state-load-{tag}",
         f"hybrid-es-packets-load-{tag}",
     )
-    emb = bench_embedder(args.embedder)
+    emb = bench_embedder(args.embedder, s)
     state = CorpusState(client, state_index, url=client.url)
     layout = IndexLayout(chunks=index, packets=packets, corpus_state=state_index, mode=s.tenancy)
     # Synthetic records with no ACL of their own: every user of the tenant may read them.
@@ -86,7 +97,8 @@ def main() -> int:
     for t in TENANTS:
         ing.ingest([d for d in docs if d.tenant == t], Principal(tenant=t, user_id="loader"))
     setup_s = time.perf_counter() - t0
-    searcher = HybridSearcher(client, emb, layout=layout)
+    searcher = HybridSearcher(client, emb, layout=layout, query_cache_size=s.query_cache_size)
+    searcher.warm_up()
     service = PacketService(searcher, PacketStore(client, packets))
     pids = {}
     for t in TENANTS:
@@ -95,7 +107,9 @@ def main() -> int:
             f"CASE-{t}", "load", "contract rate April", p, RequestScope()
         ).manifest.packet_id
 
-    lat: dict[str, list[float]] = {"search": [], "packet_validate": [], "ingest": []}
+    mix = MIXES[args.mix]
+    lat: dict[str, list[float]] = {op: [] for op in mix}
+    stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     errors: list[str] = []
     leaks: list[str] = []
     lock = threading.Lock()
@@ -111,11 +125,14 @@ def main() -> int:
                 return
             tenant = r.choice(TENANTS)
             p = Principal(tenant=tenant, user_id="agent")
-            op = r.choices(["search", "packet_validate", "ingest"], [0.7, 0.2, 0.1])[0]
+            op = r.choices(list(mix), list(mix.values()))[0]
             start = time.perf_counter()
             try:
                 if op == "search":
                     resp = searcher.search(r.choice(TOPICS), p, RequestScope(), rerank=False)
+                    with lock:
+                        for stage in STAGES:
+                            stages[stage].append(resp.timings_ms.get(stage, 0.0))
                     ids = [*resp.legs["sparse"], *resp.legs["dense"]]
                     bad = [h.chunk_id for h in resp.hits if h.source.get("tenant") != tenant]
                     bad += [i for i in ids if not i.startswith(f"{tenant}-")]
@@ -159,14 +176,21 @@ def main() -> int:
             "p95_ms": round(percentile(xs, 95), 1),
             "p99_ms": round(percentile(xs, 99), 1),
         }
-        for op, xs in lat.items()
+        for op, xs in [*lat.items(), *((f"search.{k}", v) for k, v in stages.items() if v)]
     }
     result = {
         "command": " ".join(["python", "scripts/bench_load.py", *sys.argv[1:]]),
         "machine": machine(client),
         "clients": args.clients,
+        "mix": args.mix,
         "seconds": round(wall, 1),
         "embedder": getattr(emb, "model_id", args.embedder),
+        "embed_threads": getattr(emb, "query_threads", None),
+        "query_cache": {
+            "size": searcher.query_cache.size,
+            "hits": searcher.query_cache.hits,
+            "misses": searcher.query_cache.misses,
+        },
         "setup_ingest_s": round(setup_s, 1),
         "operations": rows,
         "total_ops_per_s": round(sum(len(x) for x in lat.values()) / wall, 2),
@@ -185,9 +209,10 @@ def main() -> int:
         c = Console()
         c.print(
             f"command: {result['command']}  (nproc {result['machine']['nproc']}, "
-            f"{result['embedder']}, {result['fusion_path']})"
+            f"{result['embedder']}, {result['fusion_path']}, embed threads "
+            f"{result['embed_threads']}, query cache {result['query_cache']})"
         )
-        table = Table(title=f"{args.clients} clients for {wall:.1f} s")
+        table = Table(title=f"{args.clients} clients ({args.mix}) for {wall:.1f} s")
         for col in ("operation", "count", "ops/s", "p50 ms", "p95 ms", "p99 ms"):
             table.add_column(col, justify="right" if col != "operation" else "left")
         for op, row in rows.items():

@@ -8,7 +8,11 @@ model's stored weight, tail kept), and reports nDCG@10 / Recall@10 and the reran
 The first stage runs once, so configurations differ only in the reranker.
 
     python scripts/bench_rerank.py ../shared/datasets/scifact --reranker MODEL \\
-        --configs fp32:128,int8:128,onnx:128,onnx-int8:128 --depths 20
+        --configs fp32:128,int8:128,int8:96@1,int8:96@2 --depths 20
+
+A configuration is ``PRECISION:MAX_LENGTH``, optionally ``@THREADS``: the reranker's torch
+threads (``HYBRID_ES_RERANKER_THREADS``; without it, torch's own count). The first stage embeds
+queries on ``--embed-threads`` (default: ``HYBRID_ES_EMBED_THREADS``).
 
 The whole search with rerank, as users get it, is measured by ``hybrid-es eval --pipelines
 hybrid+rerank``; this script is for choosing the configuration.
@@ -36,13 +40,16 @@ from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
 
-def parse_configs(spec: str) -> list[tuple[str, int]]:
-    out = []
+def parse_configs(spec: str) -> list[tuple[str, int, int | None]]:
+    out: list[tuple[str, int, int | None]] = []
     for part in spec.split(","):
-        prec, _, length = part.strip().partition(":")
-        if prec not in PRECISIONS or not length.isdigit():
-            raise SystemExit(f"bad config {part!r}: want PRECISION:MAX_LENGTH, e.g. int8:128")
-        out.append((prec, int(length)))
+        prec, _, rest = part.strip().partition(":")
+        length, _, threads = rest.partition("@")
+        if prec not in PRECISIONS or not length.isdigit() or (threads and not threads.isdigit()):
+            raise SystemExit(
+                f"bad config {part!r}: want PRECISION:MAX_LENGTH[@THREADS], e.g. int8:128@1"
+            )
+        out.append((prec, int(length), int(threads) if threads else None))
     return out
 
 
@@ -55,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--depths", default="20", help="comma list of rerank depths")
     p.add_argument("--weight", type=float, default=None, help="blend weight (default: stored)")
     p.add_argument("--embedder", default="minilm")
+    p.add_argument(
+        "--embed-threads", type=int, default=None, help="default: HYBRID_ES_EMBED_THREADS"
+    )
     p.add_argument("--max-queries", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
@@ -63,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     depths = [int(d) for d in args.depths.split(",")]
 
     s = settings()
-    emb = make_embedder(args.embedder)
+    embed_threads = s.embed_threads if args.embed_threads is None else args.embed_threads
+    emb = make_embedder(args.embedder, query_threads=embed_threads)
     col = ingest_collection(
         client(s),
         emb,
@@ -96,8 +107,13 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
     ]
-    for prec, length in configs:
-        ce = CrossEncoderReranker(args.reranker, precision=prec, max_length=length)  # type: ignore[arg-type]
+    for prec, length, threads in configs:
+        ce = CrossEncoderReranker(
+            args.reranker,
+            precision=prec,  # type: ignore[arg-type]
+            max_length=length,
+            threads=threads,
+        )
         weight = ce.weight if args.weight is None else args.weight
         ce.score("warm-up", ["warm-up passage"] * 4)
         for depth in depths:
@@ -113,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             q = evaluate(judged, run, ["ndcg@10", "recall@10"]).scores
             rows.append(
                 {
-                    "config": f"{prec}:{length} (weight {weight:g})",
+                    "config": f"{prec}:{length}{f'@{threads}' if threads else ''} "
+                    f"(weight {weight:g})",
                     "depth": depth,
                     **q,
                     "rerank_ms": {
@@ -132,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "split": args.split,
         "queries": len(ranked),
         "reranker": args.reranker,
+        "embed_threads": embed_threads,
         "command": "python scripts/bench_rerank.py " + " ".join(sys.argv[1:]),
         "rows": rows,
     }
@@ -140,11 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    t = Table(title=f"rerank cost vs quality, {args.dataset.name} {args.split} ({len(ranked)} q)")
+    table = Table(
+        title=f"rerank cost vs quality, {args.dataset.name} {args.split} ({len(ranked)} q)"
+    )
     for c in ("config", "depth", "nDCG@10", "R@10", "rerank p50/p95 ms", "search p50/p95 ms"):
-        t.add_column(c, justify="left" if c == "config" else "right")
+        table.add_column(c, justify="left" if c == "config" else "right")
     for r in rows:
-        t.add_row(
+        table.add_row(
             r["config"],
             str(r["depth"]),
             f"{r['ndcg@10']:.4f}",
@@ -152,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['rerank_ms']['p50']:.0f} / {r['rerank_ms']['p95']:.0f}",
             f"{r['total_ms']['p50']:.0f} / {r['total_ms']['p95']:.0f}",
         )
-    Console().print(t)
+    Console().print(table)
     return 0
 
 

@@ -150,7 +150,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--torch-threads",
         type=int,
         default=None,
-        help="torch.set_num_threads for the embedder and reranker (None: torch's choice)",
+        help="torch.set_num_threads for the embedder and reranker (None: torch's choice; "
+        "query embeddings: HYBRID_ES_EMBED_THREADS)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object, no tables")
     args = p.parse_args(argv)
@@ -454,12 +455,15 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     client = connect(settings)
     ran_on = machine(client)
-    embedder = make_embedder(args.embedder)
+    embedder = make_embedder(
+        args.embedder, query_threads=args.torch_threads or settings.embed_threads
+    )
     import torch  # loaded by the models anyway; the thread count shapes every model timing
 
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     ran_on["torch_threads"] = torch.get_num_threads()
+    ran_on["embed_threads"] = getattr(embedder, "query_threads", None)
 
     qrels = read_qrels(args.dataset, args.split)
     queries = _select_queries(args, qrels)

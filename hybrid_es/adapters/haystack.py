@@ -50,6 +50,11 @@ class HybridEsRetriever:
         self.top_k = top_k
         self.rerank = rerank
 
+    def warm_up(self) -> None:
+        """Load the searcher's models (Haystack calls this before a pipeline's first run), so
+        that the first query does not pay for loading them."""
+        self.searcher.warm_up(rerank=self.rerank)
+
     @component.output_types(documents=list[Document])
     def run(
         self,

@@ -193,29 +193,36 @@ def hash_key(s: Settings) -> bytes:
 
 
 def make_searcher(
-    s: Settings, embedder: str | None = None, fusion: str | None = None, *, warm: bool = True
+    s: Settings,
+    embedder: str | None = None,
+    fusion: str | None = None,
+    *,
+    warm: bool = True,
+    rerank: bool = True,
 ) -> Any:
-    """A HybridSearcher for the configured indices; ``warm`` loads its model up front (commands
-    that may not embed at all, such as ``packet show``, leave it to load on first use)."""
+    """A HybridSearcher for the configured indices; ``warm`` loads its models up front
+    (``HybridSearcher.warm_up``; the reranker too with ``rerank``). Commands that may not embed
+    at all, such as ``packet show``, leave them to load on first use."""
     from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.retrieval.queries import RetrievalParams
     from hybrid_es.retrieval.reranker import CrossEncoderReranker
     from hybrid_es.retrieval.searcher import HybridSearcher
 
     mode = fusion or s.fusion
     if mode not in ("auto", "native", "client"):
         raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
-    emb = make_embedder(embedder or s.embedder)
-    if warm:
-        emb.embed_queries(["warm-up"])  # load the model before anything is timed
-    return HybridSearcher(
+    searcher = HybridSearcher(
         client(s),
-        emb,
+        make_embedder(embedder or s.embedder, query_threads=s.embed_threads),
         layout=s.layout(),
         hash_key=hash_key(s),
+        fusion_method=s.fusion_method,  # type: ignore[arg-type]
+        alpha=s.fusion_alpha,
         reranker=CrossEncoderReranker(
             s.reranker_model,
             precision=s.reranker_precision,  # type: ignore[arg-type]
             max_length=s.reranker_max_length,
+            threads=s.reranker_threads,
         )
         if s.reranker_model
         else None,
@@ -223,7 +230,14 @@ def make_searcher(
         url=s.redacted_url(),
         on_response=tracer(s),
         on_error=tracer(s).on_error,
+        query_cache_size=s.query_cache_size,
+        params=RetrievalParams(
+            max_query_chars=s.max_query_chars, max_query_terms=s.max_query_terms
+        ),
     )
+    if warm:
+        searcher.warm_up(rerank=rerank)  # load the models before anything is timed
+    return searcher
 
 
 def hits_table(title: str) -> Any:

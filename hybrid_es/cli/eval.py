@@ -7,9 +7,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
+from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
+
+MAX_FAILURES_SHOWN = 10
 
 
 # Long only for its typer options: the body parses them, calls evaluation.run.evaluate_dataset
@@ -38,7 +42,9 @@ def eval_command(
     rerank_max_length: Annotated[
         int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")
     ] = None,
-    alpha: Annotated[float, typer.Option(help="Dense weight of the linear fusion.")] = 0.6,
+    alpha: Annotated[
+        float, typer.Option(help="Dense weight of the linear fusion (the default's).")
+    ] = DEFAULT_ALPHA,
     max_queries: Annotated[
         int | None, typer.Option(help="Only the first N judged queries.")
     ] = None,
@@ -84,6 +90,8 @@ def eval_command(
             state_index=f"{s.corpus_state_index}-eval",
             embedder_name=embedder,
             client_terms=client_terms,
+            max_query_chars=s.max_query_chars,
+            max_query_terms=s.max_query_terms,
         )
     except ConfigurationError as exc:
         raise typer.BadParameter(exc.message) from None
@@ -111,11 +119,25 @@ def _print(name: str, results: list[Any], machine: str) -> None:
 
     t = Table(title=f"{name}: quality")
     t.add_column("pipeline")
-    for m in (*names, "fail@20"):
+    for m in (*names, "fail@20", "failed"):
         t.add_column(m, justify="right")
     for r in results:
-        t.add_row(r.name, *[f"{r.metrics.get(m, 0):.4f}" for m in names], f"{r.failure_rate:.4f}")
+        t.add_row(
+            r.name,
+            *[f"{r.metrics.get(m, 0):.4f}" for m in names],
+            f"{r.failure_rate:.4f}",
+            str(r.failed),
+        )
     console.print(t)
+    for r in results:
+        for f in r.failures[:MAX_FAILURES_SHOWN]:
+            console.print(
+                f"[yellow]{escape(r.name)}: query {escape(f.query_id)} failed[/yellow] "
+                f"({f.error}: {escape(f.message)}); scored as an empty ranking",
+                highlight=False,
+            )
+        if r.failed > MAX_FAILURES_SHOWN:
+            console.print(f"{r.name}: {r.failed - MAX_FAILURES_SHOWN} more failed (see --json)")
     lt = Table(title="latency p50 / p95 ms")
     lt.add_column("pipeline")
     for st in STAGES:

@@ -60,7 +60,7 @@ def search(
     )
     principal = make_principal(tenant, user, group)
     t_load = time.perf_counter()
-    searcher = make_searcher(s, embedder, fusion)
+    searcher = make_searcher(s, embedder, fusion, rerank=not no_rerank)
     load_ms = (time.perf_counter() - t_load) * 1000
     resp = searcher.search(
         query,

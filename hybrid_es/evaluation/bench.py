@@ -31,14 +31,15 @@ def bench_client(
     return engine
 
 
-def bench_embedder(name: str) -> Embedder:
+def bench_embedder(name: str, settings: Settings | None = None) -> Embedder:
     """``hash`` (the model-free hashing embedder: the cluster is the subject) or a real model,
-    loaded and warmed up before anything is timed."""
+    loaded and warmed up before anything is timed, its query threads from ``settings``
+    (``HYBRID_ES_EMBED_THREADS``)."""
     if name == "hash":
         from hybrid_es.evaluation.metering import HashEmbedder
 
         return HashEmbedder()
-    emb = make_embedder(name)
+    emb = make_embedder(name, query_threads=(settings or Settings()).embed_threads)
     emb.embed_queries(["warm-up"])
     return emb
 

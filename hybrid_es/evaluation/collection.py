@@ -7,6 +7,8 @@ and the embedder unless given.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +33,24 @@ def collection_name(dataset: Path) -> str:
     return dataset.resolve().name.lower().replace("_", "-")
 
 
+def embedder_slug(embedder: str) -> str:
+    """A short, valid index-name part for an embedder: ``minilm`` and ``e5`` as they are, a hub
+    name lower-cased with ``/`` (and anything else an index name may not hold) as ``-``, a local
+    folder as its lower-cased name plus 8 hex digits of its resolved path (two folders of one
+    name get two indices)."""
+    if embedder in ("minilm", "e5"):
+        return embedder
+    local = embedder.startswith(("/", ".", "~")) or Path(embedder).expanduser().exists()
+    name = Path(embedder).expanduser().name if local else embedder
+    slug = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-_.")[:48] or "model"
+    if local:
+        resolved = str(Path(embedder).expanduser().resolve())
+        slug = f"{slug}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
+    return slug
+
+
 def default_index(dataset: Path, embedder: str) -> str:
-    return f"hybrid-es-chunks-eval-{collection_name(dataset)}-{embedder.replace('/', '-')}"
+    return f"hybrid-es-chunks-eval-{collection_name(dataset)}-{embedder_slug(embedder)}"
 
 
 @dataclass

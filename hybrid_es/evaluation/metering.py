@@ -37,6 +37,10 @@ class MeteredEmbedder:
         counter = getattr(self.inner, "count_tokens", None)
         return estimate_tokens(text) if counter is None else int(counter(text))
 
+    def truncates(self, text: str) -> bool:
+        check = getattr(self.inner, "truncates", None)
+        return bool(check(text)) if callable(check) else False
+
     def embed_queries(self, texts: list[str]) -> Vectors:
         return self.inner.embed_queries(texts)
 

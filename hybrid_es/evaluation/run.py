@@ -36,7 +36,8 @@ from hybrid_es.evaluation.runner import (
 )
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.queries import RetrievalParams
+from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
+from hybrid_es.retrieval.queries import MAX_QUERY_CHARS, MAX_QUERY_TERMS, RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 
 
@@ -49,7 +50,7 @@ class EvalRequest:
     split: str = "test"
     reranker: CrossEncoderReranker | None = None
     rerank_depth: int = 20
-    alpha: float = 0.6
+    alpha: float = DEFAULT_ALPHA
     max_queries: int | None = None
     index: str | None = None
     state_index: str = "hybrid-es-corpus-state-eval"
@@ -57,6 +58,10 @@ class EvalRequest:
     client_terms: bool = True
     """Query the client-side analysed terms beside the engine's own analysis (see
     ``retrieval.analysis``)."""
+    max_query_chars: int = MAX_QUERY_CHARS
+    """Longer queries are refused, and recorded as failed (``HYBRID_ES_MAX_QUERY_CHARS``)."""
+    max_query_terms: int = MAX_QUERY_TERMS
+    """Terms of a query the BM25 leg reads (``HYBRID_ES_MAX_QUERY_TERMS``)."""
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.pipelines if p not in PIPELINES]
@@ -144,7 +149,11 @@ def evaluate_dataset(
             fusion_method="linear" if p.startswith("linear") else "rrf",
             alpha=req.alpha,
             reranker=req.reranker if p in reranking else None,
-            params=RetrievalParams(client_terms=req.client_terms),
+            params=RetrievalParams(
+                client_terms=req.client_terms,
+                max_query_chars=req.max_query_chars,
+                max_query_terms=req.max_query_terms,
+            ),
         )
         results.append(
             run_pipeline(

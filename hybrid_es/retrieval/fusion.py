@@ -20,8 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 DEFAULT_RANK_CONSTANT = 60
+DEFAULT_METHOD: Literal["rrf", "linear"] = "linear"
+DEFAULT_ALPHA = 0.4
+"""The default fusion: min-max linear with the dense leg at weight 0.4, chosen by the mean and the
+worst case over every collection in ../shared/datasets (``scripts/bench_fusion.py``; the table is
+in docs/evaluation.md). RRF rewards a document for appearing in both lists however deep, so a
+leg that is noise (an English model on Chinese questions) drags it far below BM25; min-max at 0.4
+stays within 0.02 of the better leg there and is the best mean."""
 LIST_FLOOR = 0.001
 """The scaled score of a list's minimum in linear fusion (OpenSearch's ``MIN_SCORE``)."""
 
@@ -45,16 +53,23 @@ def _check_unique(ids: Sequence[str], which: int) -> None:
         seen.add(doc)
 
 
-def rrf(rankings: Sequence[Sequence[str]], k: float = DEFAULT_RANK_CONSTANT) -> list[Fused]:
-    """Fuse ranked id lists by reciprocal rank fusion.
+def rrf(
+    rankings: Sequence[Sequence[str]],
+    k: float = DEFAULT_RANK_CONSTANT,
+    weights: Sequence[float] | None = None,
+) -> list[Fused]:
+    """Fuse ranked id lists by reciprocal rank fusion; ``weights`` (one per list, default all
+    1.0) make it weighted RRF: ``sum of w_i / (k + rank_i)``.
 
     >>> [(f.doc_id, round(f.score, 6)) for f in rrf([["a", "b"], ["b", "c"]])]
     [('b', 0.032522), ('a', 0.016393), ('c', 0.016129)]
 
-    Raises ValueError for a negative or non-finite ``k`` or a duplicate id within one list.
+    Raises ValueError for a negative or non-finite ``k``, bad weights, or a duplicate id within
+    one list.
     """
     if not isinstance(k, int | float) or not math.isfinite(k) or k < 0:
         raise ValueError(f"rank constant k must be a finite number >= 0, got {k!r}")
+    w = [1.0] * len(rankings) if weights is None else _check_weights(weights, len(rankings))
     ranks: dict[str, list[int | None]] = {}
     for i, ids in enumerate(rankings):
         _check_unique(ids, i)
@@ -62,11 +77,39 @@ def rrf(rankings: Sequence[Sequence[str]], k: float = DEFAULT_RANK_CONSTANT) -> 
             ranks.setdefault(doc, [None] * len(rankings))[i] = rank
     fused = [
         # fsum is exactly rounded, so equal rank multisets give bit-equal scores in any list order
-        Fused(doc, math.fsum(1.0 / (k + r) for r in rs if r is not None), tuple(rs))
+        Fused(
+            doc,
+            math.fsum(wi / (k + r) for wi, r in zip(w, rs, strict=True) if r is not None),
+            tuple(rs),
+        )
         for doc, rs in ranks.items()
     ]
     fused.sort(key=lambda f: (-f.score, f.doc_id))
     return fused
+
+
+def _check_weights(weights: Sequence[float], lists: int) -> list[float]:
+    if len(weights) != lists:
+        raise ValueError(f"{lists} score lists but {len(weights)} weights")
+    if any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
+        raise ValueError(f"weights must be finite, >= 0 and not all zero, got {list(weights)}")
+    return [float(w) for w in weights]
+
+
+def dbsf(scores: Mapping[str, float], floor: float = 0.0) -> dict[str, float]:
+    """Distribution-based score normalisation (Qdrant's DBSF): ``mean +- 3 sd`` of the list maps
+    to [0, 1], clipped; a list of equal scores maps to 1.0. A flat list (a leg that cannot tell
+    its results apart) stays bunched in the middle instead of being stretched to [0, 1] as
+    min-max stretches it. Scores that clip to 0 become ``floor``."""
+    if not scores:
+        return {}
+    vals = list(scores.values())
+    mean = math.fsum(vals) / len(vals)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in vals) / len(vals))
+    if sd == 0.0:
+        return dict.fromkeys(scores, 1.0)
+    lo = mean - 3 * sd
+    return {d: min(1.0, max(0.0, (s - lo) / (6 * sd))) or floor for d, s in scores.items()}
 
 
 def minmax(scores: Mapping[str, float], floor: float = 0.0) -> dict[str, float]:
@@ -80,18 +123,21 @@ def minmax(scores: Mapping[str, float], floor: float = 0.0) -> dict[str, float]:
     return {d: ((s - lo) / (hi - lo)) or floor for d, s in scores.items()}
 
 
-def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float]) -> list[Fused]:
-    """Weighted mean of min-max-normalised scores (each list's minimum at ``LIST_FLOOR``, absent
-    documents at 0 with their weight counted); ``ranks`` are each list's 1-based ranks.
+def linear(
+    score_lists: Sequence[Mapping[str, float]],
+    weights: Sequence[float],
+    normalization: Literal["minmax", "dbsf"] = "minmax",
+) -> list[Fused]:
+    """Weighted mean of normalised scores (min-max by default, or :func:`dbsf`; each list's
+    lowest at ``LIST_FLOOR``, absent documents at 0 with their weight counted); ``ranks`` are
+    each list's 1-based ranks.
 
     Raises ValueError when weights and lists differ in number, or a weight is negative or
     non-finite, or all weights are zero.
     """
-    if len(weights) != len(score_lists):
-        raise ValueError(f"{len(score_lists)} score lists but {len(weights)} weights")
-    if any(not math.isfinite(w) or w < 0 for w in weights) or not any(weights):
-        raise ValueError(f"weights must be finite, >= 0 and not all zero, got {list(weights)}")
-    norm = [minmax(s, LIST_FLOOR) for s in score_lists]
+    _check_weights(weights, len(score_lists))
+    scale = minmax if normalization == "minmax" else dbsf
+    norm = [scale(s, LIST_FLOOR) for s in score_lists]
     total = math.fsum(weights)
     rank_of = [
         {d: r for r, (d, _) in enumerate(sorted(s.items(), key=lambda x: (-x[1], x[0])), 1)}
@@ -111,7 +157,7 @@ def linear(score_lists: Sequence[Mapping[str, float]], weights: Sequence[float])
 
 
 def hybrid_linear(
-    sparse: Mapping[str, float], dense: Mapping[str, float], alpha: float = 0.6
+    sparse: Mapping[str, float], dense: Mapping[str, float], alpha: float = DEFAULT_ALPHA
 ) -> list[Fused]:
     """Seed 002's form: ``alpha * dense + (1 - alpha) * sparse``, alpha in [0, 1].
 

@@ -31,12 +31,29 @@ from typing import Any
 from elasticsearch.dsl.query import Match, MultiMatch, Query, Terms
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
-from hybrid_es.retrieval.analysis import client_terms, code_terms
+from hybrid_es.retrieval.analysis import cap_terms, client_terms, code_terms, has_cjk
 from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
 from hybrid_es.retrieval.identifiers import extract_identifiers
 
-MAX_QUERY_CHARS = 2000
-"""Longer queries are refused: no useful question is this long, and BM25 cost grows with terms."""
+MAX_QUERY_CHARS = 10_000
+"""The default longest query (``RetrievalParams.max_query_chars``, ``HYBRID_ES_MAX_QUERY_CHARS``),
+in characters after cleaning; longer ones are refused. What a query costs no longer grows with
+its length past the caps (``MAX_QUERY_TERMS``, the embedder's token window): measured with
+``scripts/bench_long_query.py``, a 10,000-character query costs about what a 2,000-character one
+does. The limit is there to refuse what is not a question (a pasted document, a runaway
+client); real questions reach 2,023 characters, and five times that leaves room."""
+MAX_QUERY_CHARS_LIMIT = 1_000_000
+"""The largest ``max_query_chars`` accepted: cleaning a query walks every character."""
+MAX_QUERY_TERMS = 64
+"""The default cap on the terms the sparse leg reads (``RetrievalParams.max_query_terms``,
+``HYBRID_ES_MAX_QUERY_TERMS``): a longer query is matched on its first 64 terms (the
+``multi_match`` text, the client-side terms and the identifiers all come from that start). 64
+covers every query of the shared collections whole (the longest has 49), and bounds BM25's
+cost, which grows with the number of terms."""
+MAX_QUERY_TERMS_LIMIT = 150
+"""The largest ``max_query_terms`` accepted. A term expands to at most five clauses (three text
+fields, the client-side and code terms), so 150 terms, the identifier clauses and the policy
+filter stay under OpenSearch 2.19's 1,024 clauses (``indices.query.bool.max_clause_count``)."""
 MAX_NUM_CANDIDATES = 10_000
 """Elasticsearch's own cap on knn num_candidates."""
 MAX_WINDOW = 1_000
@@ -61,6 +78,10 @@ class RetrievalParams:
     vector_field: str = "embedding"
     client_terms: bool = True
     """Add the BM25 clause over the client-side analysed terms (``analysis.client_terms``)."""
+    max_query_chars: int = MAX_QUERY_CHARS
+    """Longest query accepted, in characters after cleaning (:func:`clean_query`)."""
+    max_query_terms: int = MAX_QUERY_TERMS
+    """Terms of the query the sparse leg reads (:func:`sparse_query`); the rest is cut."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.window <= MAX_WINDOW:
@@ -82,10 +103,18 @@ class RetrievalParams:
             raise BadQueryError(
                 f"rank_constant must be an integer >= 1 (what native rrf accepts), got {k!r}"
             )
+        for name, top in (
+            ("max_query_chars", MAX_QUERY_CHARS_LIMIT),
+            ("max_query_terms", MAX_QUERY_TERMS_LIMIT),
+        ):
+            n = getattr(self, name)
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
+                raise BadQueryError(f"{name} must be an integer 1..{top}, got {n!r}")
 
 
-def clean_query(text: str) -> str:
-    """Normalise a user query; refuse empty or over-long ones.
+def clean_query(text: str, max_chars: int | None = MAX_QUERY_CHARS) -> str:
+    """Normalise a user query; refuse empty ones, and ones longer than ``max_chars`` characters
+    once cleaned (``None``: no limit, for text already accepted).
 
     Control characters become spaces (they carry no meaning and upset some analyzers). The text is
     never parsed as Lucene syntax: it goes to ``multi_match``, so ``AND``, ``:``, ``*`` or quotes
@@ -97,27 +126,38 @@ def clean_query(text: str) -> str:
     cleaned = " ".join(cleaned.split())
     if not cleaned:
         raise BadQueryError("the query is empty", hint="ask a question with at least one word")
-    if len(cleaned) > MAX_QUERY_CHARS:
+    if max_chars is not None and len(cleaned) > max_chars:
         raise BadQueryError(
-            f"the query has {len(cleaned)} characters; the limit is {MAX_QUERY_CHARS}",
-            hint="shorten the question; put long context into a packet instead",
+            f"the query has {len(cleaned)} characters; the limit is {max_chars}",
+            hint="shorten the question, or raise HYBRID_ES_MAX_QUERY_CHARS; put long context "
+            "into a packet instead",
         )
     return cleaned
 
 
 def sparse_query(
-    query: str, policy: dict[str, Any], *, with_client_terms: bool = True
+    query: str,
+    policy: dict[str, Any],
+    *,
+    with_client_terms: bool = True,
+    max_terms: int = MAX_QUERY_TERMS,
 ) -> dict[str, Any]:
     """BM25 over the search payload and title, plus exact identifier matches on keyword fields,
     with the policy in ``bool.filter``: the query of the sparse leg on both engines.
-    ``with_client_terms`` adds the clause over the client-side analysed terms."""
-    should: list[Query] = [MultiMatch(query=query, fields=list(TEXT_FIELDS), type="best_fields")]
+    ``with_client_terms`` adds the clause over the client-side analysed terms.
+
+    Only the query's first ``max_terms`` terms are read (``analysis.cap_terms``): every clause
+    is built from that start, so a long question costs bounded work and stays under the
+    engines' clause limits."""
+    query = cap_terms(query, max_terms)[0]
+    should: list[Query] = [MultiMatch(query=query, fields=text_fields(query), type="best_fields")]
     terms = client_terms(query) if with_client_terms else ""
     if terms:
         # Stemmed English and CJK bigrams analysed client-side (see analysis.py): measured on
         # SciFact, Cranfield and XQuAD-zh, the sum of both clauses beats either alone.
         should.append(Match(CLIENT_TERMS_FIELD, {"query": terms}))
-    code = code_terms(query)
+    # One camelCase word can split into many code terms: they are capped too.
+    code = " ".join(code_terms(query).split()[:max_terms])
     if code:
         # Compound identifiers whole and split (analysis.code_terms): a question about
         # "DiffExecutor" or "run target" matches ``diff_executor`` and ``self.run_target``.
@@ -135,6 +175,16 @@ def sparse_query(
     }
 
 
+def text_fields(query: str) -> list[str]:
+    """The text fields a query is matched on: the CJK sub-field only for a query with a CJK
+    character. That sub-field keeps every token (English stop words too), so matching a Latin
+    query on it would let "in" or "the" decide a match again; and it is a second postings walk
+    that finds nothing the main field misses."""
+    if has_cjk(query):
+        return list(TEXT_FIELDS)
+    return [f for f in TEXT_FIELDS if not f.endswith(".cjk")]
+
+
 def _id_terms(field: str, ids: list[str]) -> Terms:
     """An exact, boosted match of the query's identifiers on one keyword field. The boost is set
     after the field: ``Terms(field, ids, boost=...)`` would write it first."""
@@ -144,10 +194,15 @@ def _id_terms(field: str, ids: list[str]) -> Terms:
 
 
 def standard_retriever(
-    query: str, policy: dict[str, Any], *, with_client_terms: bool = True
+    query: str,
+    policy: dict[str, Any],
+    *,
+    with_client_terms: bool = True,
+    max_terms: int = MAX_QUERY_TERMS,
 ) -> dict[str, Any]:
     """The sparse leg as Elasticsearch's ``standard`` retriever."""
-    return {"standard": {"query": sparse_query(query, policy, with_client_terms=with_client_terms)}}
+    sparse = sparse_query(query, policy, with_client_terms=with_client_terms, max_terms=max_terms)
+    return {"standard": {"query": sparse}}
 
 
 def knn_retriever(

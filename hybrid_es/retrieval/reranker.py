@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from hybrid_es.retrieval.analysis import dominant_script
-from hybrid_es.retrieval.embedder import LazyModel, quiet_transformers
+from hybrid_es.retrieval.embedder import LazyModel, quiet_transformers, torch_threads
 
 Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
@@ -72,6 +72,8 @@ class CrossEncoderReranker:
 
     ``weight`` is the cross-encoder's share when its scores are blended with the fused scores
     (1.0: the cross-encoder's order alone; see :func:`hybrid_es.retrieval.fusion.blend`).
+    ``threads``: torch threads of one ``score`` call, in the calling thread (None or 0: the
+    thread's current count; see :func:`~hybrid_es.retrieval.embedder.torch_threads`).
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class CrossEncoderReranker:
         batch_size: int = 32,
         precision: Precision = "int8",
         weight: float | None = None,
+        threads: int | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -90,6 +93,7 @@ class CrossEncoderReranker:
         self.max_length = int(max_length or meta.get("max_length") or 256)
         self.batch_size = batch_size
         self.precision: Precision = precision
+        self.threads = threads
         self.weight = float(weight if weight is not None else meta.get("blend_weight", 1.0))
         if not 0.0 <= self.weight <= 1.0:
             raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
@@ -154,7 +158,7 @@ class CrossEncoderReranker:
             return []
         model = self._load()
         pairs = [(query, p) for p in passages]
-        with self._precision():
+        with torch_threads(self.threads), self._precision():
             scores = model.predict(
                 pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
             )

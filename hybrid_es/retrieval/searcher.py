@@ -53,13 +53,14 @@ from hybrid_es.models import (
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
+from hybrid_es.retrieval.analysis import cap_terms
 from hybrid_es.retrieval.dialects import (
     Dialect,
     dialect_for,
     dls_suggest,
     is_hybrid_dls_refusal,
 )
-from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder import Embedder, covers
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams, clean_query
 from hybrid_es.retrieval.reranker import Reranker
@@ -72,6 +73,7 @@ from hybrid_es.retrieval.stages import (
     ms_since,
     rerank_stage,
 )
+from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
 from hybrid_es.tenancy import IndexLayout
 
 FusionMode = Literal["auto", "native", "client"]
@@ -93,7 +95,8 @@ class HybridSearcher:
     index); ``index`` instead searches one given index for every tenant (tests, evaluation).
     ``client`` may be a caller-scoped client (an API key or user bound by document-level
     security); the policy filter is applied on top of it in every case. ``hash_key`` keys the
-    digests of queries and request bodies (``hybrid_es.hashing``).
+    digests of queries and request bodies (``hybrid_es.hashing``). ``query_cache_size``: query
+    vectors kept (``vector_cache``; 0: none). :meth:`warm_up` loads the models up front.
     """
 
     def __init__(
@@ -110,11 +113,12 @@ class HybridSearcher:
         url: str = "",
         corpus_state_index: str | None = None,
         pipeline: Pipeline = "hybrid",
-        fusion_method: FusionMethod = "rrf",
-        alpha: float = 0.6,
+        fusion_method: FusionMethod = fusion_mod.DEFAULT_METHOD,
+        alpha: float = fusion_mod.DEFAULT_ALPHA,
         hash_key: bytes = PROCESS_KEY,
         on_response: OnResponse | None = None,
         on_error: OnError | None = None,
+        query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
     ) -> None:
         self.client = as_engine(client, url=url)
         self.dialect: Dialect = dialect_for(self.client.flavor)
@@ -134,6 +138,7 @@ class HybridSearcher:
         self.hash_key = hash_key
         self.on_response = on_response
         self.on_error = on_error
+        self.query_cache = QueryVectorCache(query_cache_size)
         self._model_checked: set[str] = set()
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
@@ -255,6 +260,22 @@ class HybridSearcher:
             self._check_model_id(index, h.get("_source", {}).get("embedding_model"))
         return bool(hits)
 
+    def warm_up(self, *, rerank: bool = True) -> dict[str, float]:
+        """Load the models a search uses and run one tiny inference on each, so that the first
+        query does not pay for loading them: the embedder (unless the pipeline is BM25 alone)
+        and, with ``rerank``, the reranker where there is one. Returns the milliseconds each
+        took; caches nothing. Call it where a long-lived process starts."""
+        took: dict[str, float] = {}
+        if self.pipeline != "bm25":
+            t = time.perf_counter()
+            self.embedder.embed_queries(["warm-up"])
+            took["embed"] = ms_since(t)
+        if rerank and self.reranker is not None:
+            t = time.perf_counter()
+            self.reranker.score("warm-up", ["warm-up passage"])
+            took["rerank"] = ms_since(t)
+        return took
+
     # -- search ------------------------------------------------------------------------------
 
     def search(
@@ -322,7 +343,7 @@ class HybridSearcher:
                 f"rerank_depth must be 1..{self.params.window} (the fusion window), "
                 f"got {rerank_depth}"
             )
-        text = clean_query(query)
+        text = clean_query(query, self.params.max_query_chars)
         scope = scope or RequestScope()
         now = now or datetime.now(UTC)
         if principal.tenant not in self._known_tenants:
@@ -345,20 +366,44 @@ class HybridSearcher:
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
         """Both legs (and the native fusion where it runs) in one round trip, fused."""
         path, reason = self._path()
+        if path not in ("bm25-only", "dense-only"):
+            covered, script = covers(self.embedder, req.text)
+            if not covered:
+                path, reason = (
+                    "bm25-only",
+                    (
+                        f"the embedder {self.embedder.model_id} was not trained on {script} text: "
+                        "the BM25 leg alone answers"
+                    ),
+                )
         vector = None
         if path != "bm25-only":
             t = time.perf_counter()
-            vector = [float(x) for x in self.embedder.embed_queries([req.text])[0]]
+            vector = self.query_vector(req.principal.tenant, req.text)
             timings["embed"] = ms_since(t)
         try:
-            return self._retrieve(path, reason, vector, req, timings)
+            retrieved = self._retrieve(path, reason, vector, req, timings)
         except CapabilityMissingError:
             if self.fusion != "auto" or not path.startswith("native"):
                 raise
             self._native[self.fusion_method] = (False, "refused at query time")
             fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
             reason = "auto: native fusion refused at query time, fused client-side"
-            return self._retrieve(fallback, reason, vector, req, timings)
+            retrieved = self._retrieve(fallback, reason, vector, req, timings)
+        retrieved.truncated = self.truncated(req.text, path)
+        return retrieved
+
+    def truncated(self, text: str, path: FusionPath) -> tuple[str, ...]:
+        """The legs of ``path`` that read only the start of the cleaned query ``text``:
+        ``sparse`` past ``params.max_query_terms`` terms (``queries.sparse_query``), ``dense``
+        past the embedder's token window (where the embedder says so: its ``truncates``)."""
+        legs: list[str] = []
+        if path != "dense-only" and cap_terms(text, self.params.max_query_terms)[1]:
+            legs.append("sparse")
+        truncates = getattr(self.embedder, "truncates", None)
+        if path != "bm25-only" and callable(truncates) and truncates(text):
+            legs.append("dense")
+        return tuple(legs)
 
     def _bodies(
         self, path: FusionPath, vector: list[float] | None, req: SearchRequest
@@ -385,6 +430,16 @@ class HybridSearcher:
             if self._dls_suggest:
                 native["suggest"] = dls_suggest()
         return legs, native
+
+    def query_vector(self, tenant: str, text: str) -> list[float]:
+        """The embedding of the cleaned query ``text``, from the query vector cache when this
+        tenant asked it of this model before."""
+        key = QueryVectorCache.key(tenant, self.embedder.model_id, text)
+        vector = self.query_cache.get(key)
+        if vector is None:
+            vector = [float(x) for x in self.embedder.embed_queries([text])[0]]
+            self.query_cache.put(key, vector)
+        return vector
 
     def _msearch(
         self, searches: list[dict[str, Any]], req: SearchRequest

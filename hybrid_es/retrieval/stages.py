@@ -69,14 +69,15 @@ class SearchRequest:
 
 @dataclass
 class Retrieved:
-    """The retrieve stage's output: fused candidates, the path that ran, what each leg returned
-    and a keyed digest of the bodies sent."""
+    """The retrieve stage's output: fused candidates, the path that ran, what each leg returned,
+    a keyed digest of the bodies sent and the legs that read only the start of the query."""
 
     path: FusionPath
     reason: str
     candidates: list[Candidate]
     legs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     digest: str = ""
+    truncated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def assemble(
         legs=retrieved.legs,
         request_digest=retrieved.digest,
         trace_id=req.trace_id,
+        truncated=retrieved.truncated,
     )
 
 

@@ -53,7 +53,8 @@ class SearchTracer:
         self, principal: Principal, response: SearchResponse, query: str | None = None
     ) -> None:
         def build() -> dict[str, Any]:
-            text = clean_query(query) if self.query_text and query is not None else None
+            # The searcher's cleaned text, already within its (configurable) length limit.
+            text = clean_query(query, None) if self.query_text and query is not None else None
             return search_trace(
                 principal,
                 response,

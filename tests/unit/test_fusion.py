@@ -224,11 +224,11 @@ def test_hybrid_linear_weights_dense_by_alpha():
     assert fused["b"] == pytest.approx(0.7 * 1.0 + (1 - 0.7) * 0.001)
 
 
-def test_hybrid_linear_default_alpha_is_0_6():
+def test_hybrid_linear_default_alpha_is_0_4():
     sparse = {"a": 2.0, "b": 1.0}
     dense = {"a": 0.1, "b": 0.3}
-    assert hybrid_linear(sparse, dense) == hybrid_linear(sparse, dense, alpha=0.6)
-    assert hybrid_linear(sparse, dense) == linear([sparse, dense], [1 - 0.6, 0.6])
+    assert hybrid_linear(sparse, dense) == hybrid_linear(sparse, dense, alpha=0.4)
+    assert hybrid_linear(sparse, dense) == linear([sparse, dense], [1 - 0.4, 0.4])
 
 
 @pytest.mark.parametrize(("alpha", "expected"), [(0.0, ["a", "b"]), (1.0, ["b", "a"])])
@@ -243,3 +243,30 @@ def test_hybrid_linear_alpha_bounds_are_inclusive(alpha, expected):
 def test_hybrid_linear_rejects_alpha_outside_unit_interval(alpha):
     with pytest.raises(ValueError, match="alpha"):
         hybrid_linear({"a": 1.0}, {"a": 1.0}, alpha=alpha)
+
+
+def test_the_settings_default_to_the_fusion_the_table_chose():
+    from hybrid_es.retrieval.fusion import DEFAULT_ALPHA, DEFAULT_METHOD
+    from hybrid_es.settings import Settings
+
+    fields = Settings.model_fields
+    assert fields["fusion_method"].default == DEFAULT_METHOD
+    assert fields["fusion_alpha"].default == DEFAULT_ALPHA
+
+
+def test_weighted_rrf_is_the_weighted_sum_of_reciprocal_ranks():
+    fused = {f.doc_id: f.score for f in rrf([["a", "b"], ["b", "c"]], k=60, weights=(1.0, 0.5))}
+    assert fused["a"] == pytest.approx(1 / 61)
+    assert fused["b"] == pytest.approx(1 / 62 + 0.5 / 61)
+    assert fused["c"] == pytest.approx(0.5 / 62)
+
+
+def test_dbsf_maps_three_standard_deviations_to_the_unit_interval():
+    from hybrid_es.retrieval.fusion import dbsf
+
+    scores = {"a": 1.0, "b": 2.0, "c": 3.0}
+    sd = math.sqrt(2 / 3)
+    out = dbsf(scores)
+    assert out["b"] == pytest.approx(0.5)
+    assert out["c"] == pytest.approx((1.0 + 3 * sd) / (6 * sd))
+    assert dbsf({"a": 2.0, "b": 2.0}) == {"a": 1.0, "b": 1.0}

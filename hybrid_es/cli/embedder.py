@@ -1,0 +1,117 @@
+"""``hybrid-es embedder train``: the bi-encoder adapted to a collection with its judged queries."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.reranker import _packaged_minilm
+
+app = typer.Typer(help="Adapt the dense embedder to a collection.", no_args_is_help=True)
+
+
+# Long only for its typer options: the body parses them, calls
+# evaluation.embedder_job.train_embedder once and prints the result.
+@app.command("train")
+def train_command(
+    dataset: Annotated[Path, typer.Argument(help="A BEIR-layout folder with a training split.")],
+    out: Annotated[Path, typer.Option(help="Folder to write the model into.")],
+    split: Annotated[str, typer.Option(help="qrels split to train on.")] = "train",
+    base: Annotated[
+        str | None, typer.Option(help="Model to start from (default: packaged MiniLM).")
+    ] = None,
+    embedder: Annotated[
+        str, typer.Option(help="First-stage embedder that mines negatives (minilm | a path).")
+    ] = "minilm",
+    minutes: Annotated[float, typer.Option(help="Wall-clock training budget.")] = 15.0,
+    steps: Annotated[
+        int | None, typer.Option(help="Exact optimizer steps (replays a run; ignores --minutes).")
+    ] = None,
+    schedule_steps: Annotated[
+        int | None, typer.Option(help="Learning-rate schedule length (replays a run).")
+    ] = None,
+    epochs: Annotated[int, typer.Option(help="Upper bound on passes over the examples.")] = 3,
+    seed: Annotated[int, typer.Option()] = 13,
+    max_length: Annotated[int, typer.Option(help="Passage tokens while training.")] = 128,
+    batch_size: Annotated[int, typer.Option(help="Queries per step (in-batch negatives).")] = 16,
+    negatives: Annotated[int, typer.Option(help="Hard negatives per query.")] = 1,
+    negative_pool: Annotated[int, typer.Option(help="Sample negatives from this top.")] = 30,
+    learning_rate: Annotated[float, typer.Option()] = 2e-5,
+    dev_fraction: Annotated[float, typer.Option(help="Training queries held out.")] = 0.2,
+    index: Annotated[str | None, typer.Option(help="Index (default derived).")] = None,
+    force: Annotated[bool, typer.Option(help="Overwrite a non-empty --out folder.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Mine hard negatives with hybrid RRF, fine-tune the bi-encoder, score held-out queries
+    before and after, and save a sentence-transformers folder that --embedder can name."""
+    from hybrid_es.evaluation.embedder_job import train_embedder
+    from hybrid_es.evaluation.embedder_train import EmbedderTrainConfig
+    from hybrid_es.retrieval.embedder import make_embedder
+
+    try:
+        cfg = EmbedderTrainConfig(
+            seed=seed,
+            max_length=max_length,
+            batch_size=batch_size,
+            negatives=negatives,
+            negative_pool=negative_pool,
+            learning_rate=learning_rate,
+            epochs=epochs,
+            minutes=minutes,
+            steps=steps,
+            schedule_steps=schedule_steps,
+            dev_fraction=dev_fraction,
+        )
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if out.exists() and any(out.iterdir()) and not force:
+        raise typer.BadParameter(f"{out} is not empty; pass --force to overwrite it")
+    first_stage = make_embedder(embedder)
+    if base is None:
+        base = getattr(first_stage, "model_path", None) or _packaged_minilm()
+    s = settings()
+    with RichProgress(disable=as_json) as progress:
+        trained = train_embedder(
+            client(s),
+            first_stage,
+            dataset,
+            out,
+            cfg,
+            base=base,
+            split=split,
+            embedder_name=embedder,
+            index=index,
+            state_index=f"{s.corpus_state_index}-eval",
+            url=s.redacted_url(),
+            force=force,
+            command="hybrid-es embedder " + " ".join(sys.argv[2:]),
+            progress=progress,
+        )
+    if as_json:
+        emit_json(trained.metadata)
+        return
+    _print(trained.metadata, out)
+
+
+def _print(meta: dict[str, Any], out: Path) -> None:
+    tr = meta["training"]
+    console.print(
+        f"trained {tr['steps']} steps ({tr['passages_seen']} passages, {tr['seconds']:.0f} s, "
+        f"stopped by {tr['stopped_by']}) on {meta['examples']} examples from "
+        f"{meta['train_queries']} queries; saved to {out}"
+    )
+    dev = meta["dev_ndcg10"]
+    t = Table(title=f"held-out queries ({meta['dev_queries']}): nDCG@10")
+    t.add_column("leg")
+    t.add_column("before", justify="right")
+    t.add_column("after", justify="right")
+    for leg in ("dense", "hybrid"):
+        if leg in dev["before"]:
+            t.add_row(leg, f"{dev['before'][leg]:.4f}", f"{dev['after'][leg]:.4f}")
+    console.print(t)
+    console.print(meta["verdict"])

@@ -1,0 +1,251 @@
+"""Adapting the bi-encoder to a dataset end to end: what ``hybrid-es embedder train`` runs.
+
+Ingest the collection with the first-stage embedder (unchanged documents skipped), read its
+chunks back as embedded, run our own first stage (hybrid RRF) over the training queries and
+mine hard negatives from it, fine-tune (``embedder_train``), score held-out queries before and
+after, and save a sentence-transformers folder whose ``hybrid_es_embedder.json`` records how it
+was made, the held-out numbers and how to replay it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.errors import ConfigurationError
+from hybrid_es.evaluation.collection import (
+    EVAL_PRINCIPAL,
+    EVAL_TENANT,
+    Collection,
+    default_index,
+    ingest_collection,
+)
+from hybrid_es.evaluation.embedder_train import (
+    METADATA_FILE,
+    SERVE_MAX_LENGTH,
+    EmbedderTrainConfig,
+    Passage,
+    encode,
+    heldout_ndcg,
+    load_model,
+    mine_examples,
+    relevant_docs,
+    top_chunks,
+    train,
+)
+from hybrid_es.evaluation.progress import NoProgress, Progress
+from hybrid_es.evaluation.reranker_train import split_queries
+from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.models import RequestScope
+from hybrid_es.retrieval.embedder import Embedder
+
+
+@dataclass(frozen=True)
+class TrainedEmbedder:
+    """The saved model's folder and its training record."""
+
+    out: Path
+    metadata: dict[str, Any]
+
+
+def read_passages(es: Engine | Any, index: str) -> tuple[list[Passage], Any]:
+    """Every live chunk of the evaluation tenant, ordered by chunk id, and its stored vector
+    (a float32 matrix, or None when the index does not return them all)."""
+    engine = as_engine(es)
+    body = {
+        "query": {
+            "bool": {
+                "filter": [{"term": {"tenant": EVAL_TENANT}}],
+                "must_not": [{"term": {"deleted": True}}],
+            }
+        },
+        "_source": ["chunk_id", "doc_id", "chunk_no", "search_payload", "embedding"],
+    }
+    rows = []
+    for h in engine.scan(index, body):
+        s = h["_source"]
+        p = Passage(
+            str(s["chunk_id"]),
+            str(s["doc_id"]),
+            int(s.get("chunk_no") or 0),
+            str(s.get("search_payload") or ""),
+        )
+        rows.append((p, s.get("embedding")))
+    rows.sort(key=lambda r: r[0].chunk_id)
+    passages = [p for p, _ in rows]
+    vectors = [v for _, v in rows]
+    if not rows or any(not v for v in vectors):
+        return passages, None
+    return passages, np.asarray(vectors, dtype=np.float32)
+
+
+def same_model(embedder: Embedder, base: str) -> bool:
+    """Whether ``base`` is the model the first-stage embedder (and so the index) uses."""
+    path = getattr(embedder, "model_path", None)
+    if path is None:
+        return False
+    try:
+        return bool(Path(path).resolve() == Path(base).resolve())
+    except OSError:
+        return False
+
+
+def bm25_chunks(
+    col: Collection, queries: dict[str, str], qids: list[str], depth: int
+) -> dict[str, list[str]]:
+    """The BM25 leg's top ``depth`` chunk ids per query, as the searcher ranks them."""
+    searcher = col.searcher(pipeline="bm25")
+    out: dict[str, list[str]] = {}
+    for qid in qids:
+        resp = searcher.search(
+            queries[qid], EVAL_PRINCIPAL, RequestScope(), top_k=depth, rerank=False
+        )
+        out[qid] = [h.chunk_id for h in resp.hits]
+    return out
+
+
+def dense_chunks(
+    qvecs: Any, pvecs: Any, qids: list[str], passages: list[Passage], depth: int
+) -> dict[str, list[str]]:
+    rows = top_chunks(qvecs, pvecs, depth)
+    return {q: [passages[i].chunk_id for i in r] for q, r in zip(qids, rows, strict=True)}
+
+
+# Stays whole: the steps of one job in the order they run (ingest, read back, first stage, mine,
+# held-out before, train, held-out after, save, metadata); the metadata records them all.
+def train_embedder(
+    es: Engine | Any,
+    embedder: Embedder,
+    dataset: Path,
+    out: Path,
+    cfg: EmbedderTrainConfig,
+    *,
+    base: str,
+    split: str = "train",
+    embedder_name: str = "minilm",
+    index: str | None = None,
+    state_index: str = "hybrid-es-corpus-state-eval",
+    url: str = "",
+    force: bool = False,
+    command: str = "",
+    progress: Progress | None = None,
+) -> TrainedEmbedder:
+    """Train and save a bi-encoder for ``dataset``'s ``split``; see the module docstring.
+
+    Raises ConfigurationError when ``out`` is not empty and ``force`` is not set (nothing is
+    done), IngestError when the dataset cannot be read.
+    """
+    import torch
+
+    progress = progress or NoProgress()
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ConfigurationError(f"{out} is not empty", hint="pass --force to overwrite it")
+    qrels = read_qrels(dataset, split)
+    queries = read_queries(dataset)
+    train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
+    dev_ids = [q for q in dev_ids if queries.get(q, "").strip()]
+    index = index or default_index(dataset, embedder_name)
+    step = progress.stage("ingest")
+    col = ingest_collection(
+        es,
+        embedder,
+        dataset,
+        index=index,
+        state_index=state_index,
+        url=url,
+        on_total=lambda n: step.update(completed=0, total=n),
+        progress=step.advance,
+    )
+    col.es.refresh(index)
+    passages, stored = read_passages(col.es, index)
+    doc_of = {p.chunk_id: p.doc_id for p in passages}
+    step = progress.stage("first stage", len(train_ids) + len(dev_ids), note="hybrid RRF, BM25")
+    ranked, _ = col.first_stage(queries, train_ids, depth=cfg.depth, progress=step.advance)
+    bm25 = bm25_chunks(col, queries, dev_ids, cfg.depth)
+    step.advance(len(dev_ids))
+    examples, skipped = mine_examples(
+        train_ids,
+        queries,
+        qrels,
+        ranked,
+        passages,
+        negatives=cfg.negatives,
+        negative_pool=cfg.negative_pool,
+        seed=cfg.seed,
+    )
+    torch.manual_seed(cfg.seed)
+    model = load_model(base)
+    dev_texts = [queries[q] for q in dev_ids]
+    texts = [p.text for p in passages]
+    step = progress.stage("held-out before", note=f"{len(passages)} passages")
+    t = time.perf_counter()
+    if stored is not None and same_model(embedder, base):
+        before_source = "the index's stored vectors"
+        before_q, before_p = embedder.embed_queries(dev_texts), stored
+    else:
+        before_source = "embedded with the base model"
+        before_q, before_p = encode(model, dev_texts), encode(model, texts)
+    before: dict[str, float] = {}
+    if dev_ids:
+        dense = dense_chunks(before_q, before_p, dev_ids, passages, cfg.depth)
+        before = heldout_ndcg(qrels, dense, bm25, doc_of)
+    before_s = time.perf_counter() - t
+    step = progress.stage("train")
+
+    def on_step(n: int, planned: int, loss: float) -> None:
+        step.update(completed=n, total=planned, note=f"loss {loss:.3f}")
+
+    stats = train(model, examples, relevant_docs(qrels), cfg, on_step=on_step)
+    step = progress.stage("held-out after", note=f"{len(passages)} passages")
+    t = time.perf_counter()
+    after: dict[str, float] = {}
+    if dev_ids:
+        dense = dense_chunks(
+            encode(model, dev_texts), encode(model, texts), dev_ids, passages, cfg.depth
+        )
+        after = heldout_ndcg(qrels, dense, bm25, doc_of)
+    after_s = time.perf_counter() - t
+    out.mkdir(parents=True, exist_ok=True)
+    model.max_seq_length = SERVE_MAX_LENGTH
+    model.save(str(out))
+    improved = bool(after) and after["hybrid"] > before["hybrid"]
+    meta: dict[str, Any] = {
+        "format": "hybrid-es-embedder/1",
+        "base_model": base,
+        "dataset": str(dataset),
+        "split": split,
+        "first_stage": f"hybrid RRF (client), embedder {embedder.model_id}, top {cfg.depth}",
+        "index": index,
+        "config": dict(vars(cfg)),
+        "passages": len(passages),
+        "train_queries": len(train_ids),
+        "dev_queries": len(dev_ids),
+        "examples": len(examples),
+        "skipped": skipped,
+        "training": stats.as_dict(),
+        "machine": f"{torch.get_num_threads()} torch threads, {platform.platform()}",
+        "dev_ndcg10": {
+            "before": before,
+            "after": after,
+            "before_from": before_source,
+            "seconds": {"before": round(before_s, 1), "after": round(after_s, 1)},
+            "note": "dense: exact search over every chunk; hybrid: client RRF of the index's "
+            f"BM25 top {cfg.depth} and that dense top {cfg.depth}",
+        },
+        "improved": improved,
+        "verdict": "improves the held-out hybrid nDCG@10"
+        if improved
+        else "does not improve the held-out hybrid nDCG@10: keep the base embedder",
+        "command": command,
+        "replay": f"--steps {stats.steps} --schedule-steps {stats.planned_steps} "
+        f"--epochs {cfg.epochs} --seed {cfg.seed}",
+    }
+    (out / METADATA_FILE).write_text(json.dumps(meta, indent=2))
+    return TrainedEmbedder(out, meta)
