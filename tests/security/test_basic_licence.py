@@ -54,7 +54,24 @@ class BasicNode:
 
 @pytest.fixture(scope="module")
 def basic(basic_node) -> BasicNode:  # type: ignore[no-untyped-def]
-    return BasicNode(basic_node, connect(basic_node))
+    node = BasicNode(basic_node, connect(basic_node))
+    _forget_templates(node.engine)
+    return node
+
+
+def _forget_templates(engine: Engine) -> None:
+    """The node is kept between runs (its data lives in the cache): templates an earlier run of
+    another version installed would make this run's bootstrap an upgrade (a conflict without
+    ``--force``). The module tests a first install, so it starts from none."""
+    raw = engine.raw
+    names = [t["name"] for t in raw.indices.get_index_template()["index_templates"]]
+    for name in names:
+        if name.startswith("hybrid-es"):
+            raw.indices.delete_index_template(name=name)
+    components = [t["name"] for t in raw.cluster.get_component_template()["component_templates"]]
+    for name in components:
+        if name.startswith("hybrid-es"):
+            raw.cluster.delete_component_template(name=name)
 
 
 def _cli(node: BasicNode, *args: str, user: str = "elastic") -> subprocess.CompletedProcess[str]:
