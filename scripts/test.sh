@@ -46,14 +46,18 @@ await_node() {  # name -> the start's exit status, its log on stderr when it fai
 }
 # The HTTPS node of tests/integration/test_tls.py (its own instance on port 9243, a 512 MB heap),
 # stopped after the Elasticsearch run; the module starts it itself when run alone.
-TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m)
-ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219)
+TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900)
+ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219 HYBRID_ES_START_TIMEOUT=900)
 # The 3-node cluster of tests/cluster (instance "cluster", ports 9271-9273, 512 MB heap a node):
 # started once the Elasticsearch run is over, so that its start overlaps the OpenSearch run
 # rather than crowding the first; stopped after its smoke test.
-CLUSTER=(env HYBRID_ES_HEAP=512m scripts/es.sh --nodes 3)
+CLUSTER=(env HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900 scripts/es.sh --nodes 3)
 if wants elasticsearch8; then start_node es8 "${ES8[@]}" scripts/es.sh start; fi
-if wants opensearch; then start_node opensearch scripts/opensearch.sh start; fi
+# The background starts wait longer than a start by hand: beside a busy Elasticsearch run on 2
+# cores, OpenSearch's security index took over the default 240 s to initialise.
+if wants opensearch; then
+  start_node opensearch env HYBRID_OS_START_TIMEOUT=900 scripts/opensearch.sh start
+fi
 if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start; fi
 
 echo "== ruff"; ruff check hybrid_es tests scripts
