@@ -172,7 +172,11 @@ def test_native_equals_client_fusion_on_100_scifact_queries(es, scifact_index, m
 def test_auto_picks_native_fusion_and_says_so(es, travel_index):
     _require_native(es, "rrf")
     searcher = HybridSearcher(
-        es, HashEmbedder(), index=travel_index, corpus_state_index=_state(travel_index)
+        es,
+        HashEmbedder(),
+        index=travel_index,
+        corpus_state_index=_state(travel_index),
+        fusion_method="rrf",  # the default is linear; this test is about rrf
     )  # fusion="auto"
     principal, query = TRAVEL_CALLERS[0]
     resp = searcher.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False)
@@ -188,6 +192,7 @@ def test_per_leg_ranks_come_from_the_legs(es, travel_index):
         index=travel_index,
         corpus_state_index=_state(travel_index),
         fusion="native",
+        fusion_method="rrf",
     )
     principal, query = TRAVEL_CALLERS[0]
     resp = searcher.search(query, principal, TRAVEL_SCOPE, now=NOW, rerank=False, top_k=50)
@@ -220,7 +225,11 @@ def test_a_multi_shard_index_is_fused_over_the_global_legs(es, bootstrapped):
         ing = Ingestor(es, HashEmbedder(), index=index, corpus_state=CorpusState(es, _state(index)))
         ingest_as_owners(ing, travel_documents(), now=NOW)
         principal, query = TRAVEL_CALLERS[0]
-        kw: dict[str, Any] = {"index": index, "corpus_state_index": _state(index)}
+        kw: dict[str, Any] = {
+            "index": index,
+            "corpus_state_index": _state(index),
+            "fusion_method": "rrf",
+        }
         auto = HybridSearcher(es, HashEmbedder(), **kw).search(
             query, principal, TRAVEL_SCOPE, now=NOW, rerank=False
         )
