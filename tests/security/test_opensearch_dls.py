@@ -204,6 +204,7 @@ def _searcher(dls: DlsWorld, fusion: str) -> HybridSearcher:
         index=dls.index,
         corpus_state_index=dls.state,
         fusion=fusion,  # type: ignore[arg-type]
+        fusion_method="rrf",  # these tests pin the rrf pipeline (the default is linear)
     )
 
 
