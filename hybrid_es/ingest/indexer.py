@@ -114,6 +114,18 @@ def _on_connection_failure(fn: _F) -> _F:
     return cast(_F, wrapped)
 
 
+def _while_shards_start(fn: _F) -> _F:
+    """Retry a read that met a 503 for up to a minute: a shard that is still starting (an index
+    another writer has just created, on a busy or recovering node) answers 503 for a while."""
+    wrapped = retry(
+        retry=retry_if_exception(_shard_starting),
+        stop=stop_after_delay(60),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        reraise=True,
+    )(fn)
+    return cast(_F, wrapped)
+
+
 @dataclass
 class IngestReport:
     documents: int = 0
@@ -266,12 +278,7 @@ class Ingestor:
         meta = mappings.get("_meta", {})
         return props, meta, count
 
-    @retry(
-        retry=retry_if_exception(_shard_starting),
-        stop=stop_after_delay(60),
-        wait=wait_exponential(multiplier=0.2, max=5),
-        reraise=True,
-    )
+    @_while_shards_start
     def _count(self, index: str) -> int:
         # A shard that is still starting (a busy or recovering node) answers 503 for a while.
         return self.client.count(index)
@@ -282,6 +289,7 @@ class Ingestor:
         self.client.put_mapping(index, {"_meta": meta})
 
     @_on_connection_failure
+    @_while_shards_start
     def _existing(
         self, index: str, tenant: str, doc_ids: list[str]
     ) -> dict[str, list[dict[str, Any]]]:

@@ -146,8 +146,15 @@ def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
     state_index = f"hybrid-es-corpus-state-429-{os.getpid()}"
     before = _rejected(client)
     reports: list[object] = []
+    errors: list[BaseException] = []
 
     def run(part: int) -> None:
+        try:
+            _run(part)
+        except BaseException as exc:  # reported below: a thread's exception is otherwise lost
+            errors.append(exc)
+
+    def _run(part: int) -> None:
         ing = Ingestor(
             client,
             HashEmbedder(),
@@ -168,6 +175,8 @@ def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
         t.start()
     for t in threads:
         t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "an ingest thread still ran after 300 s"
+    assert not errors, f"an ingest thread raised: {errors!r}"
     client.refresh(index)
     assert client.count(index) == 800
     assert len(reports) == 4  # no thread raised: every 429 was retried
