@@ -185,7 +185,7 @@ def open_store(index: str) -> tuple[Any, Any]:
         if s.username and s.password:
             auth["basic_auth"] = (s.username, s.password.get_secret_value())
     store = ElasticsearchDocumentStore(
-        hosts=s.url, index=index, embedding_similarity_function="cosine", **auth
+        hosts=list(s.node_urls()), index=index, embedding_similarity_function="cosine", **auth
     )
     try:
         client = store.client

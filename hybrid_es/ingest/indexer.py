@@ -56,7 +56,7 @@ from hybrid_es.errors import (
     translate_es_error,
 )
 from hybrid_es.identity import chunk_id, chunk_key, local_chunk_id
-from hybrid_es.ingest.chunking import Chunk, chunk_text, counter_for
+from hybrid_es.ingest.chunking import Chunk, chunk_document, counter_for
 from hybrid_es.ingest.contextual import (
     Contextualizer,
     ContextUsage,
@@ -157,7 +157,7 @@ class Ingestor:
     ``layout`` names the indices (by tenancy mode); ``index`` instead puts every tenant into one
     given chunks index (tests, evaluation collections). ``default_acl`` is the ACL of documents
     that name none (``()``: nobody; ``("*",)``: every user of the tenant). ``contextualizer``
-    defaults to the extractive one; ``chunker`` to :func:`chunk_text` with the embedder's own
+    defaults to the extractive one; ``chunker`` to :func:`chunk_document` with the embedder's own
     token count (:func:`~hybrid_es.ingest.chunking.counter_for`).
     """
 
@@ -193,8 +193,8 @@ class Ingestor:
         self.default_acl = tuple(default_acl)
         if chunker is None:
             count = counter_for(embedder)
-            chunker = lambda doc: chunk_text(  # noqa: E731
-                doc.body, size=chunk_size, overlap=overlap, count=count
+            chunker = lambda doc: chunk_document(  # noqa: E731
+                doc, size=chunk_size, overlap=overlap, count=count
             )
         self.chunker = chunker
         self._consecutive_failures = 0

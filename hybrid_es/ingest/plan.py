@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from hybrid_es.identity import chunk_id
-from hybrid_es.ingest.chunking import Chunk, chunk_text
+from hybrid_es.ingest.chunking import Chunk, chunk_document
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
 from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms, code_terms
@@ -44,12 +44,10 @@ def build_chunk_records(
 ) -> list[dict[str, Any]]:
     """The chunk documents for ``doc``, without vectors. Pure.
 
-    ``chunks`` default to :func:`chunk_text` of the body (estimated token counts); ``headers``
+    ``chunks`` default to :func:`chunk_document` (estimated token counts); ``headers``
     to the extractive ones. ``superseded_by`` marks a version older than one already stored.
     """
-    chunks = (
-        list(chunks) if chunks is not None else chunk_text(doc.body, size=size, overlap=overlap)
-    )
+    chunks = list(chunks) if chunks is not None else chunk_document(doc, size=size, overlap=overlap)
     if headers is None:
         headers = ExtractiveContextualizer().headers(doc, chunks, ContextUsage())
     if len(headers) != len(chunks):

@@ -16,7 +16,7 @@ from typing import Any
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import ConfigurationError
-from hybrid_es.ingest.chunking import chunk_text, counter_for
+from hybrid_es.ingest.chunking import chunk_document, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
 from hybrid_es.ingest.loaders import (
@@ -174,7 +174,7 @@ def ingest_path(
     if how.dry_run:
         count = counter_for(embedder)
         run.planned_chunks = sum(
-            len(chunk_text(d.body, size=how.chunk_size, overlap=how.overlap, count=count))
+            len(chunk_document(d, size=how.chunk_size, overlap=how.overlap, count=count))
             for d in docs
         )
     else:

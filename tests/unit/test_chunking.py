@@ -1,4 +1,5 @@
-"""Chunking: heading paths, size bound, overlap, CJK text, argument checks."""
+"""Chunking: heading paths, size bound, overlap, CJK text, argument checks, verbatim chunks,
+source code cut at definitions."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid_es.ingest.chunking import chunk_text, estimate_tokens
+from hybrid_es.ingest.chunking import chunk_code, chunk_document, chunk_text, estimate_tokens
+from hybrid_es.ingest.documents import Document
 
 
 def _sentence(prefix: str, words: int) -> str:
@@ -161,3 +163,125 @@ def test_invalid_size_or_overlap_is_rejected(size, overlap):
 @pytest.mark.parametrize(("size", "overlap"), [(16, 0), (16, 7), (100, 49)])
 def test_boundary_size_and_overlap_are_accepted(size, overlap):
     assert [c.text for c in chunk_text("text.", size=size, overlap=overlap)] == ["text."]
+
+
+# -- verbatim chunks ------------------------------------------------------------------------------
+
+
+def _verbatim(text: str, chunks) -> bool:  # type: ignore[no-untyped-def]
+    return all(text[c.start : c.start + len(c.text)] == c.text for c in chunks)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The rate is 3.5 percent, see example.com or call self.run_target() now.",
+        "P < 0.05 was reported (n = 1.2e3).",
+        "First paragraph, line one\nline two.\n\nSecond paragraph.",
+        "中文句子。第二句。",
+    ],
+)
+def test_a_chunk_is_a_verbatim_piece_of_the_text(text):
+    chunks = chunk_text(text)
+    assert _verbatim(text, chunks)
+    assert [c.text for c in chunks] == [text]  # short: one chunk, nothing rewritten
+
+
+def test_decimals_and_dotted_names_are_not_sentence_ends():
+    text = " ".join(["Rates rose 3.5 points at example.com."] * 8)
+    for chunk in chunk_text(text, size=16, overlap=4):
+        assert "3. 5" not in chunk.text and "example. com" not in chunk.text
+
+
+prose = st.lists(
+    st.text(alphabet="ab. \n1中文。", min_size=1, max_size=30), min_size=1, max_size=20
+).map("".join)
+
+
+@settings(database=None, max_examples=300)
+@given(text=prose, size=st.integers(min_value=16, max_value=40))
+def test_chunks_are_verbatim_and_lose_no_character(text, size):
+    chunks = chunk_text(text, size=size, overlap=0)
+    assert _verbatim(text, chunks)
+    # without overlap, the chunks hold every non-space character of the text, in order
+    assert "".join("".join(c.text.split()) for c in chunks) == "".join(text.split())
+
+
+# -- source code -----------------------------------------------------------------------------------
+
+CODE = '''import os
+import sys
+
+# Settings for the run.
+@dataclass
+class Runner:
+    """Runs targets."""
+
+    def run(self, target):
+        path = os.path.join(self.root, target.name)
+        return self.run_target(path)
+
+    def stop(self):
+        self.running = False
+
+
+def main():
+    # Parse the arguments.
+    Runner().run(sys.argv[1])
+'''
+
+
+def test_code_chunks_start_at_definitions_with_their_comments_and_decorators():
+    chunks = chunk_code(CODE, size=20, overlap=4)
+    assert _verbatim(CODE, chunks)
+    # the class is cut at its second method; the imports do not fit beside it
+    heads = [c.text.splitlines()[0] for c in chunks]
+    assert heads == ["import os", "# Settings for the run.", "def stop(self):", "def main():"]
+    # a Python comment is not a Markdown heading: it stays in the chunk
+    assert "# Parse the arguments." in chunks[-1].text
+
+
+def test_a_small_file_is_one_verbatim_chunk_with_its_indentation():
+    (chunk,) = chunk_code(CODE, size=200, overlap=40)
+    assert chunk.text == CODE.strip()
+
+
+def test_a_definition_without_inner_definitions_is_packed_by_lines():
+    body = "\n".join(f"    total = total + value_{i}" for i in range(30))
+    text = f"def add(values):\n    total = 0\n{body}\n    return total\n"
+    chunks = chunk_code(text, size=20, overlap=4)
+    assert _verbatim(text, chunks)
+    assert max(estimate_tokens(c.text) for c in chunks) <= 20
+    # every line is in some chunk, none is cut in the middle
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    held = {ln.strip() for c in chunks for ln in c.text.splitlines()}
+    assert set(lines) <= held
+
+
+@settings(database=None, max_examples=200)
+@given(
+    names=st.lists(st.sampled_from(["alpha", "beta", "gamma"]), min_size=1, max_size=8),
+    statements=st.integers(min_value=1, max_value=12),
+    size=st.integers(min_value=16, max_value=60),
+)
+def test_code_chunks_are_verbatim_within_size_and_lose_no_line(names, statements, size):
+    text = "".join(
+        f"def {n}_{i}(x):\n" + "".join(f"    x = x + {j}\n" for j in range(statements)) + "\n"
+        for i, n in enumerate(names)
+    )
+    chunks = chunk_code(text, size=size, overlap=min(4, size // 2 - 1))
+    assert _verbatim(text, chunks)
+    assert max(estimate_tokens(c.text) for c in chunks) <= size
+    held = {ln.strip() for c in chunks for ln in c.text.splitlines()}
+    assert {ln.strip() for ln in text.splitlines() if ln.strip()} <= held
+
+
+def test_chunk_document_picks_the_code_chunker_for_source_files():
+    code = Document(id="d", tenant="t", body=CODE, metadata={"path": "src/runner.py"})
+    typed = Document(id="d", tenant="t", body=CODE, source_type="code")
+    text = Document(id="d", tenant="t", body=CODE)
+    assert chunk_document(code, size=24, overlap=4) == chunk_code(CODE, size=24, overlap=4)
+    assert chunk_document(typed, size=24, overlap=4) == chunk_code(CODE, size=24, overlap=4)
+    # as prose, "# Settings for the run." would be a heading
+    assert chunk_document(text, size=24, overlap=4) == chunk_text(CODE, size=24, overlap=4)
+    assert ("Settings for the run.",) in {c.heading_path for c in chunk_text(CODE, size=24, overlap=4)}
