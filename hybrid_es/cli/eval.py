@@ -80,6 +80,7 @@ def eval_command(
                 reranker,
                 precision=precision,
                 max_length=rerank_max_length,
+                threads=s.reranker_threads,
             )
             if reranker
             else None,
@@ -98,7 +99,7 @@ def eval_command(
     with RichProgress(disable=as_json) as progress:
         run = evaluate_dataset(
             client(s),
-            make_embedder(embedder),
+            make_embedder(embedder, query_threads=s.embed_threads),
             req,
             url=s.redacted_url(),
             command="hybrid-es eval " + " ".join(sys.argv[2:]),
