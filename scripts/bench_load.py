@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -112,6 +113,7 @@ def main() -> int:
     stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
     errors: list[str] = []
     leaks: list[str] = []
+    paths: Counter[str] = Counter()
     lock = threading.Lock()
     deadline = time.perf_counter() + args.seconds
     counter = iter(range(MAX_OPS))
@@ -133,6 +135,7 @@ def main() -> int:
                     with lock:
                         for stage in STAGES:
                             stages[stage].append(resp.timings_ms.get(stage, 0.0))
+                        paths[resp.fusion_path] += 1
                     ids = [*resp.legs["sparse"], *resp.legs["dense"]]
                     bad = [h.chunk_id for h in resp.hits if h.source.get("tenant") != tenant]
                     bad += [i for i in ids if not i.startswith(f"{tenant}-")]
@@ -197,7 +200,8 @@ def main() -> int:
         "errors": len(errors),
         "error_samples": errors[:5],
         "cross_tenant_hits": len(leaks),
-        "fusion_path": "native-rrf" if searcher.native_rrf_available() else "client-rrf",
+        "fusion_path": paths.most_common(1)[0][0] if paths else "",
+        "fusion_paths": dict(paths),
         "finished_at": datetime.now(UTC).isoformat(),
     }
     if args.json:
