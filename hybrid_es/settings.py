@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     per core). One by default: with two, a query that runs beside another busy process waits on
     OpenMP's spinning barriers (2 cores, one client: p95 30 ms at one thread, 800 ms at two);
     see ``retrieval.embedder``. Passages (ingest) keep torch's count. Not used by ``e5``."""
+    embed_batch: int = Field(default=8, ge=1, le=256)
+    """Most concurrent searches' queries embedded in one model call (1: each alone); see
+    ``retrieval.query_batcher``."""
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000)
     """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
     by tenant, embedding model and cleaned query text."""

@@ -98,7 +98,13 @@ def main() -> int:
     for t in TENANTS:
         ing.ingest([d for d in docs if d.tenant == t], Principal(tenant=t, user_id="loader"))
     setup_s = time.perf_counter() - t0
-    searcher = HybridSearcher(client, emb, layout=layout, query_cache_size=s.query_cache_size)
+    searcher = HybridSearcher(
+        client,
+        emb,
+        layout=layout,
+        query_cache_size=s.query_cache_size,
+        embed_batch=s.embed_batch,
+    )
     searcher.warm_up()
     service = PacketService(searcher, PacketStore(client, packets))
     pids = {}
@@ -193,6 +199,11 @@ def main() -> int:
             "size": searcher.query_cache.size,
             "hits": searcher.query_cache.hits,
             "misses": searcher.query_cache.misses,
+        },
+        "embed_batch": {
+            "max": searcher.query_batcher.max_batch,
+            "model_calls": searcher.query_batcher.batches,
+            "queries": searcher.query_batcher.queries,
         },
         "setup_ingest_s": round(setup_s, 1),
         "operations": rows,

@@ -218,6 +218,7 @@ def make_searcher(
         hash_key=hash_key(s),
         fusion_method=s.fusion_method,  # type: ignore[arg-type]
         alpha=s.fusion_alpha,
+        embed_batch=s.embed_batch,
         reranker=CrossEncoderReranker(
             s.reranker_model,
             precision=s.reranker_precision,  # type: ignore[arg-type]

@@ -63,6 +63,7 @@ from hybrid_es.retrieval.dialects import (
 from hybrid_es.retrieval.embedder import Embedder, covers
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams, clean_query
+from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
 from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
     Candidate,
@@ -96,7 +97,8 @@ class HybridSearcher:
     ``client`` may be a caller-scoped client (an API key or user bound by document-level
     security); the policy filter is applied on top of it in every case. ``hash_key`` keys the
     digests of queries and request bodies (``hybrid_es.hashing``). ``query_cache_size``: query
-    vectors kept (``vector_cache``; 0: none). :meth:`warm_up` loads the models up front.
+    vectors kept (``vector_cache``; 0: none); ``embed_batch``: most concurrent queries embedded in
+    one model call (``query_batcher``; 1: each alone). :meth:`warm_up` loads the models up front.
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class HybridSearcher:
         on_response: OnResponse | None = None,
         on_error: OnError | None = None,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
+        embed_batch: int = DEFAULT_EMBED_BATCH,
     ) -> None:
         self.client = as_engine(client, url=url)
         self.dialect: Dialect = dialect_for(self.client.flavor)
@@ -139,6 +142,9 @@ class HybridSearcher:
         self.on_response = on_response
         self.on_error = on_error
         self.query_cache = QueryVectorCache(query_cache_size)
+        self.query_batcher = QueryBatcher(
+            lambda texts: self.embedder.embed_queries(texts), max_batch=embed_batch
+        )
         self._model_checked: set[str] = set()
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
@@ -437,7 +443,7 @@ class HybridSearcher:
         key = QueryVectorCache.key(tenant, self.embedder.model_id, text)
         vector = self.query_cache.get(key)
         if vector is None:
-            vector = [float(x) for x in self.embedder.embed_queries([text])[0]]
+            vector = [float(x) for x in self.query_batcher.embed(text)]
             self.query_cache.put(key, vector)
         return vector
 

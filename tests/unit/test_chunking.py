@@ -284,4 +284,5 @@ def test_chunk_document_picks_the_code_chunker_for_source_files():
     assert chunk_document(typed, size=24, overlap=4) == chunk_code(CODE, size=24, overlap=4)
     # as prose, "# Settings for the run." would be a heading
     assert chunk_document(text, size=24, overlap=4) == chunk_text(CODE, size=24, overlap=4)
-    assert ("Settings for the run.",) in {c.heading_path for c in chunk_text(CODE, size=24, overlap=4)}
+    paths = {c.heading_path for c in chunk_text(CODE, size=24, overlap=4)}
+    assert ("Settings for the run.",) in paths
