@@ -316,7 +316,9 @@ def _split_code(
         if count(text[piece[0] : piece[1]]) <= size:
             acc = piece
         else:
-            out.extend(_split_code(text, s, e, defs, size, overlap, count))
+            # the last part of a split piece may take the small pieces after it (a closing brace)
+            *done, acc = _split_code(text, s, e, defs, size, overlap, count)
+            out.extend(done)
     if acc is not None:
         out.append(acc)
     return out
