@@ -19,10 +19,10 @@ from hybrid_es.ingest.documents import Document
 
 TokenCount = Callable[[str], int]
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$\n?", re.M)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*\r?$\n?", re.M)
 # after Latin . ! ? and whitespace, or after a CJK full stop, !, ?, ; (spaces after it included)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f\uff1b])\s*")
-_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?![ \t]*\n))+")  # lines up to a blank line
+_PARAGRAPH = re.compile(r"(?:[^\n]|\n(?![ \t\r]*\n))+")  # lines up to a blank line (LF or CRLF)
 _LINE = re.compile(r"[^\n]+")
 # a comment or decorator line that belongs to the definition below it
 _LEADING = re.compile(r"[ \t]*(?:@|#(?!\s*(?:include|if|endif|else|define)\b)|//|/\*|\*)")

@@ -288,3 +288,16 @@ def test_chunk_document_picks_the_code_chunker_for_source_files():
     assert chunk_document(text, size=24, overlap=4) == chunk_text(CODE, size=24, overlap=4)
     paths = {c.heading_path for c in chunk_text(CODE, size=24, overlap=4)}
     assert ("Settings for the run.",) in paths
+
+
+def test_windows_line_endings_give_the_same_headings_and_paragraphs():
+    text = "# Contract\r\nterms apply.\r\n\r\n## Rates\r\napril rate.\r\n"
+    got = [(c.heading_path, c.text) for c in chunk_text(text)]
+    assert got == [(("Contract",), "terms apply."), (("Contract", "Rates"), "april rate.")]
+    assert _units_of("one.\r\n\r\ntwo") == ["one.", "two"]
+
+
+def _units_of(text: str) -> list[str]:
+    from hybrid_es.ingest.chunking import _units
+
+    return [text[s:e] for s, e in _units(text, 0, len(text))]
