@@ -30,9 +30,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tenacity import retry, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    retry,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.cluster.retries import while_shards_start
 from hybrid_es.errors import EngineError, UnknownTenantError, VersionConflictError
 
 DEFAULT_LEASE = timedelta(minutes=15)
@@ -49,7 +56,8 @@ def _retryable(exc: BaseException) -> bool:
 
 _cas_retry = retry(
     retry=retry_if_exception(_retryable),
-    stop=stop_after_attempt(30),
+    # a read inside waits for a starting shard itself (up to a minute): bound the whole too
+    stop=stop_after_attempt(30) | stop_after_delay(120),
     wait=wait_random_exponential(multiplier=0.01, max=0.5),
     reraise=True,
 )
@@ -114,7 +122,7 @@ class CorpusState:
 
     def read(self, tenant: str) -> CorpusView:
         """The tenant's watermark and pending runs. Raises UnknownTenantError when it has none."""
-        doc = self.client.get(self.index, tenant)
+        doc = self._get(tenant)
         if doc is None:
             raise UnknownTenantError(
                 f"tenant {tenant!r} has no corpus state", hint="ingest documents for it first"
@@ -203,6 +211,11 @@ class CorpusState:
 
         return int(self._update(tenant, inc, "moving the corpus watermark")["watermark"])
 
+    @while_shards_start
+    def _get(self, tenant: str) -> dict[str, Any] | None:
+        # The state index another writer has just created can answer 503 until its shard starts.
+        return self.client.get(self.index, tenant)
+
     # -- the compare-and-set loop ----------------------------------------------------------------
 
     def _update(
@@ -218,7 +231,7 @@ class CorpusState:
         self, tenant: str, change: Callable[[dict[str, Any]], dict[str, Any]], what: str
     ) -> dict[str, Any]:
         now = self._clock().isoformat()
-        doc = self.client.get(self.index, tenant)
+        doc = self._get(tenant)
         # refresh=true: a reader under document-level security cannot get in real time (the
         # security plugin turns realtime off), so an unrefreshed watermark would read as absent
         # or old for up to a second after the write, and a packet could be reused on evidence

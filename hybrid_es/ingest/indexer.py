@@ -39,17 +39,16 @@ from tenacity import (
     retry,
     retry_if_exception,
     stop_after_attempt,
-    stop_after_delay,
     wait_exponential,
 )
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.cluster.retries import while_shards_start
 from hybrid_es.cluster.templates import vector_dims, vector_field_problem
 from hybrid_es.errors import (
     BulkIndexError,
     ConfigurationError,
-    EngineError,
     EngineUnavailableError,
     ModelError,
     SearchTimeoutError,
@@ -98,29 +97,12 @@ def _unreachable(exc: BaseException) -> bool:
     return _unanswered(exc) and not isinstance(translate_es_error(exc), SearchTimeoutError)
 
 
-def _shard_starting(exc: BaseException) -> bool:
-    """A 503: a shard that is still starting (a busy or recovering node)."""
-    return isinstance(exc, EngineError) and exc.status == 503
-
-
 def _on_connection_failure(fn: _F) -> _F:
     """Retry a whole call when the cluster cannot be reached; never on an answer (4xx/5xx)."""
     wrapped = retry(
         retry=retry_if_exception(_unreachable),
         stop=stop_after_attempt(4),
         wait=wait_exponential(multiplier=0.5, max=8),
-        reraise=True,
-    )(fn)
-    return cast(_F, wrapped)
-
-
-def _while_shards_start(fn: _F) -> _F:
-    """Retry a read that met a 503 for up to a minute: a shard that is still starting (an index
-    another writer has just created, on a busy or recovering node) answers 503 for a while."""
-    wrapped = retry(
-        retry=retry_if_exception(_shard_starting),
-        stop=stop_after_delay(60),
-        wait=wait_exponential(multiplier=0.2, max=5),
         reraise=True,
     )(fn)
     return cast(_F, wrapped)
@@ -278,7 +260,7 @@ class Ingestor:
         meta = mappings.get("_meta", {})
         return props, meta, count
 
-    @_while_shards_start
+    @while_shards_start
     def _count(self, index: str) -> int:
         # A shard that is still starting (a busy or recovering node) answers 503 for a while.
         return self.client.count(index)
@@ -289,7 +271,7 @@ class Ingestor:
         self.client.put_mapping(index, {"_meta": meta})
 
     @_on_connection_failure
-    @_while_shards_start
+    @while_shards_start
     def _existing(
         self, index: str, tenant: str, doc_ids: list[str]
     ) -> dict[str, list[dict[str, Any]]]:
