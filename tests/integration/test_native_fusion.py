@@ -111,7 +111,8 @@ def travel_index(es, bootstrapped) -> Iterator[str]:  # type: ignore[no-untyped-
 @pytest.fixture(scope="module")
 def scifact_index(es, bootstrapped) -> Iterator[str]:  # type: ignore[no-untyped-def]
     if not SCIFACT.is_dir():
-        pytest.skip(f"SciFact not found at {SCIFACT}")
+        # a missing dataset is a broken checkout, not a capability the cluster lacks
+        pytest.fail(f"SciFact not found at {SCIFACT}: ../shared/datasets must sit beside the repo")
     _require_native(es, "rrf")  # before the two-minute ingest, not after it
     index = f"hybrid-es-chunks-native-scifact-{uuid.uuid4().hex[:8]}"
     state = _state(index)
