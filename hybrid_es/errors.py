@@ -276,9 +276,7 @@ def from_error_body(
     answer in the same shape."""
     reason = error_reason(body)
     if "non-compliant" in reason or ("license" in reason.lower() and status == 403):
-        return CapabilityMissingError(
-            f"the licence does not allow this {what}: {reason}", status=status
-        )
+        return CapabilityMissingError(f"the licence does not allow {what}: {reason}", status=status)
     if status == 401:
         return AuthenticationError(
             f"the cluster at {url} rejected the credentials",
@@ -288,7 +286,7 @@ def from_error_body(
         )
     if status == 403:
         return AuthenticationError(
-            f"the credentials lack a privilege for this {what}: {reason}",
+            f"the credentials lack a privilege for {what}: {reason}",
             hint="grant the role the privilege, or use a user that has it",
             status=status,
         )
@@ -310,7 +308,9 @@ def from_error_body(
         )
     if status in (408, 504) or "timed_out" in reason:
         return SearchTimeoutError(f"{what} timed out at {url}: {reason}", status=status)
-    return EngineError(f"the cluster refused the {what} (HTTP {status}): {reason}", status=status)
+    return EngineError(
+        f"{what} failed: the cluster answered HTTP {status}: {reason}", status=status
+    )
 
 
 def error_reason(body: Any) -> str:

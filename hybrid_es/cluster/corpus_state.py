@@ -197,7 +197,7 @@ class CorpusState:
                 src["last_change"] = "repair"
             return src
 
-        if self.client.get(self.index, tenant) is not None:
+        if self._get(tenant) is not None:
             self._update(tenant, fix, "repairing interrupted ingest runs")
         return resolved
 

@@ -184,6 +184,46 @@ def test_bulk_429s_are_retried_with_back_off_and_nothing_is_lost(fault_node):
     client.delete_index(f"{index},{state_index}")
 
 
+def test_the_corpus_state_waits_for_a_shard_that_is_still_starting(es):
+    """A state index whose shard has not started answers 503 to every read; the bracket an
+    ingest opens (repair, then begin) waits for the shard instead of failing the run. The shard
+    is held unassigned by an allocation filter that a timer lifts, so the wait is real."""
+    index = f"hybrid-es-corpus-state-starting-{os.getpid()}"
+    es.delete_index(index)
+    es.request(
+        "PUT",
+        f"/{index}",
+        params={"wait_for_active_shards": "0"},
+        body={
+            "settings": {
+                "number_of_replicas": 0,
+                "index.routing.allocation.include._name": "no-such-node",
+            }
+        },
+    )
+    lift = threading.Timer(
+        2.0,
+        lambda: es.request(
+            "PUT", f"/{index}/_settings", body={"index.routing.allocation.include._name": None}
+        ),
+    )
+    try:
+        with pytest.raises(HybridEsError) as raised:
+            es.get(index, "t")
+        assert raised.value.status == 503  # the condition is real, not assumed
+        lift.start()
+        state = CorpusState(es, index)
+        t0 = time.monotonic()
+        assert state.repair("t") == []
+        assert time.monotonic() - t0 >= 1.5, "the read should have waited for the shard"
+        run_id = state.begin("t")
+        assert state.finish("t", run_id, "ingest") == 1
+    finally:
+        lift.cancel()
+        lift.join()
+        es.delete_index(index)
+
+
 def _rejected(client: Engine) -> int:
     stats = client.request("GET", "/_nodes/stats/thread_pool")
     return sum(n["thread_pool"]["write"]["rejected"] for n in stats["nodes"].values())
