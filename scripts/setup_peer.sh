@@ -11,9 +11,12 @@
 # client asks for by default. haystack-ai 3 no longer ships the sentence-transformers embedders and
 # ranker: they come from sentence-transformers-haystack.
 #
-# Everything the project venv also has (torch, transformers, sentence-transformers, numpy, ranx...)
-# is pinned to the project venv's exact version (constraints from its `pip freeze`), so both sides
-# run the same model code; only the Elasticsearch client differs.
+# The peer venv is an overlay of the project venv, as setup.sh's es8 lane: its own site-packages
+# hold the 8.x client and the Haystack integrations, and the project venv's site-packages (torch,
+# transformers, sentence-transformers, haystack-ai, numpy...) are added after them by a .pth file.
+# pip sees those as installed and installs nothing twice, so both sides run the very same model
+# code (and a first run takes seconds, not a torch download); only the Elasticsearch client
+# differs, and the peer's shadows the project's.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}"
@@ -31,26 +34,18 @@ if [ ! -x "$BASE/bin/python" ]; then
   "$ROOT/scripts/setup.sh" >/dev/null
 fi
 
-if [ ! -x "$PEER/bin/python" ]; then
-  echo "setup_peer.sh: creating $PEER" >&2
-  "$PY" -m venv "$PEER"
-  "$PEER/bin/pip" install -q --upgrade pip >&2
-fi
-
+SITE="$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 # Reinstall when this script, pyproject.toml, the project venv's package set or the path changes.
 BASE_FREEZE="$("$BASE/bin/pip" freeze --exclude-editable 2>/dev/null | sort)"
 KEY="$( (cat "$0" "$ROOT/pyproject.toml"; echo "$BASE_FREEZE"; echo "$ROOT") | sha256sum | cut -c1-16)"
 STAMP="$PEER/.hybrid-es-peer-$KEY"
 if [ ! -f "$STAMP" ]; then
-  echo "setup_peer.sh: installing ${PEER_PACKAGES[*]} and hybrid-es[models,eval] into $PEER" \
-    "(a first run downloads torch: minutes)" >&2
-  CONSTRAINTS="$(mktemp)"
-  trap 'rm -f "$CONSTRAINTS"' EXIT
-  # The project venv's versions for everything shared, except the client the peer needs.
-  echo "$BASE_FREEZE" | grep -viE '^(elasticsearch|elastic-transport|hybrid-es)==' \
-    | grep -E '^[A-Za-z0-9_.-]+==' >"$CONSTRAINTS" || true
-  "$PEER/bin/pip" install -q -c "$CONSTRAINTS" -e "$ROOT[models,eval]" "${PEER_PACKAGES[@]}" >&2
-  rm -f "$PEER"/.hybrid-es-peer-*
+  echo "setup_peer.sh: creating $PEER (${PEER_PACKAGES[*]} over $BASE)" >&2
+  rm -rf "$PEER"
+  "$PY" -m venv "$PEER"
+  SITEP="$("$PEER/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  echo "import site; site.addsitedir('$SITE')" >"$SITEP/zz-hybrid-es-main-venv.pth"
+  "$PEER/bin/pip" install -q "${PEER_PACKAGES[@]}" >&2
   touch "$STAMP"
 fi
 

@@ -398,3 +398,20 @@ def pytest_sessionfinish(session, exitstatus):  # type: ignore[no-untyped-def]
     env = basic_node_env()
     subprocess.run(_es_sh("stop"), env=env, capture_output=True, timeout=120)
     _BASIC.clear()
+
+
+def sent_searches(log: list[tuple[str, str, bytes]]) -> list[list[object]]:
+    """The ``_msearch`` payloads in a :func:`wire` log, parsed; in a search's read of its
+    head's records (an ``ids`` filter) the keys and their count are blanked, so two searches
+    compare equal when they sent the same query, filter and settings."""
+    out: list[list[object]] = []
+    for _, path, raw in log:
+        if not path.endswith("/_msearch"):
+            continue
+        lines = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+        for line in lines:
+            for clause in line.get("query", {}).get("bool", {}).get("filter", []):
+                if "ids" in clause:
+                    clause["ids"]["values"], line["size"] = [], 0
+        out.append(lines)
+    return out

@@ -30,7 +30,6 @@ from typing import Any, Literal, Protocol
 from hybrid_es.cluster.templates import RankConstantAt, pipeline_definition
 from hybrid_es.errors import CapabilityMissingError, PolicyViolationError
 from hybrid_es.retrieval.queries import (
-    SOURCE_EXCLUDES,
     RetrievalParams,
     assert_policy,
     check_knn,
@@ -135,7 +134,8 @@ def knn_query(
 
 
 def _body(query: dict[str, Any], size: int) -> dict[str, Any]:
-    return {"query": query, "size": size, "_source": {"excludes": list(SOURCE_EXCLUDES)}}
+    """A leg (or the fused search): ids and scores only, as ``queries.search_body``."""
+    return {"query": query, "size": size, "_source": False}
 
 
 class OpenSearchDialect:

@@ -9,9 +9,11 @@ dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker chan
 1. **prepare** validates the input, resolves the caller's chunks index (by tenancy layout) and
    builds the policy filter once;
 2. **retrieve** sends both legs (and the native ``rrf`` body where the cluster runs it) in one
-   ``_msearch`` after ``assert_policy`` checked every body, and fuses;
-3. **authorize** re-checks every candidate against the same rules in Python; a disagreement fails
-   the query closed before anything reaches the reranker;
+   ``_msearch`` after ``assert_policy`` checked every body, and fuses; the legs return ids and
+   scores only, and the records of the fused head (the hits asked for, or the rerank pool) are
+   read in a second request under the same policy filter;
+3. **authorize** re-checks every record read against the same rules in Python; a disagreement
+   fails the query closed before anything reaches the reranker;
 4. **rerank** scores the fused head with the cross-encoder;
 5. **assemble** builds the response with full provenance.
 """
@@ -62,7 +64,12 @@ from hybrid_es.retrieval.dialects import (
 )
 from hybrid_es.retrieval.embedder import Embedder, covers
 from hybrid_es.retrieval.policy import policy_filter
-from hybrid_es.retrieval.queries import RetrievalParams, clean_query
+from hybrid_es.retrieval.queries import (
+    SOURCE_EXCLUDES,
+    RetrievalParams,
+    clean_query,
+    records_body,
+)
 from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
 from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
@@ -315,6 +322,7 @@ class HybridSearcher:
                 query, principal, scope, top_k, rerank, rerank_depth, now, trace_id=trace_id
             )
             retrieved = self.retrieve(req, timings)
+            retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
             authorized = authorize_stage(req, retrieved.candidates)
             reranked = rerank_stage(req, authorized, self.reranker, timings)
             timings["total"] = ms_since(t_all)
@@ -399,6 +407,47 @@ class HybridSearcher:
         retrieved.truncated = self.truncated(req.text, path)
         return retrieved
 
+    def head_size(self, req: SearchRequest) -> int:
+        """How many fused candidates the later stages read: the hits asked for, or the rerank
+        pool when a reranker will score it."""
+        if req.rerank and self.reranker is not None:
+            return max(req.top_k, req.rerank_depth)
+        return req.top_k
+
+    def legs_carry_records(self, req: SearchRequest) -> bool:
+        """Whether the legs return the records themselves: when the head is the whole fusion
+        window (an evaluation's top 100), a second read would fetch every candidate anyway, one
+        round trip later. Otherwise the legs return ids and scores (``queries.search_body``)."""
+        return self.head_size(req) >= self.params.window
+
+    def read_records(
+        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
+    ) -> list[Candidate]:
+        """The fused head with its records (``queries.records_body``: by key, under the same
+        policy as the legs), in fused order. A candidate whose record is no longer in the
+        caller's scope when it is read (a new version, a deletion between the two requests) is
+        left out; nothing past the head is read. The time counts as retrieval."""
+        head = candidates[: self.head_size(req)]
+        if not head or self.legs_carry_records(req):
+            return head
+        t = time.perf_counter()
+        body = records_body([c.key for c in head], req.policy)
+        (resp,), _ = self._msearch([body], req)
+        timings["retrieval"] = round(timings.get("retrieval", 0.0) + ms_since(t), 3)
+        # By index and key: an alias over two indices (a reindex in progress) may hold a key
+        # twice, and the candidate is the record its leg scored.
+        found = {(h["_index"], h["_id"]): h for h in resp["hits"]["hits"]}
+        kept = []
+        for c in head:
+            hit = found.get((c.index, c.key))
+            if hit is None:
+                log.debug("record %s left the caller's scope before it was read", c.key)
+                continue
+            c.source = hit.get("_source", {})
+            c.chunk_id = _local(hit)
+            kept.append(c)
+        return kept
+
     def truncated(self, text: str, path: FusionPath) -> tuple[str, ...]:
         """The legs of ``path`` that read only the start of the cleaned query ``text``:
         ``sparse`` past ``params.max_query_terms`` terms (``queries.sparse_query``), ``dense``
@@ -435,6 +484,9 @@ class HybridSearcher:
             )
             if self._dls_suggest:
                 native["suggest"] = dls_suggest()
+        if self.legs_carry_records(req):
+            for body in [*legs.values(), *([native] if native else [])]:
+                body["_source"] = {"excludes": list(SOURCE_EXCLUDES)}
         return legs, native
 
     def query_vector(self, tenant: str, text: str) -> list[float]:

@@ -132,9 +132,9 @@ def test_a_search_sends_its_trace_id_as_x_opaque_id(es, settings, corpus):
 
     assert len(first.trace_id) == 32 and first.trace_id != second.trace_id
     msearch = [s for s in seen if s["path"].startswith("/_msearch")]
-    assert len(msearch) == 2
-    # The cluster echoes what it received: the id arrived, on the search request itself.
-    assert [s["echoed"] for s in msearch] == [first.trace_id, second.trace_id]
+    assert len(msearch) == 4  # per search: the legs, then the read of the head's records
+    # The cluster echoes what it received: the id arrived, on each of the search's requests.
+    assert [s["echoed"] for s in msearch] == [first.trace_id] * 2 + [second.trace_id] * 2
     # The trace document is the same trace: one id from the request to the trace.
     assert [_trace_id(d) for d in written.docs] == [first.trace_id, second.trace_id]
     assert all(s["sent"]["user-agent"] == user_agent(_client(es)) for s in seen)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, date, datetime
+from typing import Any
 
 import pytest
 
@@ -19,10 +21,11 @@ from hybrid_es.errors import (
 from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
+from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
-from tests.conftest import ingest_as_owners, travel_documents
+from tests.conftest import ingest_as_owners, sent_searches, travel_documents
 
 pytestmark = pytest.mark.integration
 
@@ -172,13 +175,14 @@ def test_prompt_injection_in_text_and_metadata_changes_nothing(es, embedder, fre
     recording, log = wire
     searcher = _searcher(recording, embedder, fresh_indices)
     searcher.search(QUERY, AGENT, STAY, now=NOW)
-    sent = [body for _, path, body in log if path.endswith("/_msearch")]
+    sent = sent_searches(log)
     _ingest(es, embedder, fresh_indices, travel_documents("D6-guest-review"))
     log.clear()
     after = searcher.search(QUERY, AGENT, STAY, now=NOW)
     # The same bytes went to the cluster (captured at the transport): the document cannot alter
-    # the query, filter or settings.
-    assert sent and [body for _, path, body in log if path.endswith("/_msearch")] == sent
+    # the query, filter or settings. The read of the head's records names the keys found, so
+    # it is compared without them.
+    assert len(sent) == 2 and sent_searches(log) == sent
     review = [h for h in after.hits if h.doc_id == "D6-guest-review"]
     assert review and review[0].source["metadata"]["tenant"] == "demo-B"
     assert review[0].source["tenant"] == "demo-A"  # judged on its real fields
@@ -187,6 +191,60 @@ def test_prompt_injection_in_text_and_metadata_changes_nothing(es, embedder, fre
     b = searcher.search(QUERY, other, STAY, now=NOW)
     assert "D6-guest-review" not in [h.doc_id for h in b.hits]
     assert {h.doc_id for h in b.hits} == {"D5-other-tenant"}
+
+
+def _payloads(log: list[tuple[str, str, bytes]]) -> list[list[dict[str, Any]]]:
+    return [
+        [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+        for _, path, raw in log
+        if path.endswith("/_msearch")
+    ]
+
+
+def test_the_legs_return_ids_and_only_the_head_is_read(es, embedder, fresh_indices, wire):
+    """Top 2: the legs send no record back; one read under the same policy fetches the two
+    hits' records. Top 50 (the whole window): the legs carry the records, and no read follows."""
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    recording, log = wire
+    searcher = _searcher(recording, embedder, fresh_indices, fusion="client")
+    resp = searcher.search(QUERY, AGENT, STAY, top_k=2, now=NOW)
+    legs, read = _payloads(log)
+    assert [body["_source"] for body in legs[1::2]] == [False, False]
+    (filt,) = [c for c in read[1]["query"]["bool"]["filter"] if "ids" in c]
+    assert filt["ids"]["values"] == [f"demo-A::{h.chunk_id}" for h in resp.hits]
+    assert read[1]["query"]["bool"]["filter"][0] == policy_filter(AGENT, STAY, NOW)
+    assert all(h.source["tenant"] == "demo-A" and h.text for h in resp.hits)
+    assert resp.candidates == len(resp.hits) == 2
+
+    log.clear()
+    deep = searcher.search(QUERY, AGENT, STAY, top_k=50, now=NOW)
+    (legs,) = _payloads(log)
+    assert all(body["_source"] == {"excludes": ["embedding"]} for body in legs[1::2])
+    assert [h.chunk_id for h in deep.hits[:2]] == [h.chunk_id for h in resp.hits]
+
+
+def test_a_record_that_leaves_scope_between_the_legs_and_the_read_is_not_returned(
+    es, embedder, fresh_indices
+):
+    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
+    searcher = _searcher(es, embedder, fresh_indices, fusion="client")
+    first = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW).hits[0]
+    retrieve = searcher.retrieve
+
+    def retrieve_then_delete(req, timings):  # type: ignore[no-untyped-def]
+        out = retrieve(req, timings)
+        # Between the two requests the first hit's record goes (a deletion, say).
+        es.request(
+            "DELETE",
+            f"/{fresh_indices['chunks']}/_doc/demo-A::{first.chunk_id}",
+            params={"refresh": "true"},
+        )
+        return out
+
+    searcher.retrieve = retrieve_then_delete  # type: ignore[method-assign]
+    resp = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW)
+    assert first.chunk_id not in [h.chunk_id for h in resp.hits]
+    assert len(resp.hits) == 2  # the head was three: the gone one is left out, nothing else
 
 
 def test_a_chinese_query_over_the_chinese_fixture(es, embedder, fresh_indices):

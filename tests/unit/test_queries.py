@@ -20,6 +20,7 @@ import pytest
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.models import Principal, RequestScope
+from hybrid_es.retrieval.dialects import assert_policy_opensearch
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     ID_BOOST,
@@ -30,6 +31,7 @@ from hybrid_es.retrieval.queries import (
     assert_policy,
     clean_query,
     knn_retriever,
+    records_body,
     rrf_retriever,
     search_body,
     standard_retriever,
@@ -209,13 +211,23 @@ def test_rrf_retriever():
     }
 
 
-def test_search_body_excludes_the_embedding():
+def test_a_leg_returns_ids_and_scores_only():
     body = search_body({"standard": {}}, 7)
+    assert body == {"retriever": {"standard": {}}, "size": 7, "_source": False}
+
+
+def test_the_records_of_the_head_are_read_under_the_policy_without_the_embedding():
+    policy = {"bool": {"filter": [{"term": {"tenant": "t"}}]}}
+    body = records_body(["t::a", "t::b"], policy)
     assert body == {
-        "retriever": {"standard": {}},
-        "size": 7,
+        "query": {"bool": {"filter": [policy, {"ids": {"values": ["t::a", "t::b"]}}]}},
+        "size": 2,
         "_source": {"excludes": ["embedding"]},
     }
+    assert assert_policy(body, policy) == 1
+    assert assert_policy_opensearch(body, policy) == 1
+    with pytest.raises(PolicyViolationError):
+        assert_policy(records_body(["t::a"], {"term": {"tenant": "other"}}), policy)
 
 
 # --- assert_policy ----------------------------------------------------------------------------
@@ -388,4 +400,4 @@ def test_golden_rrf_body_shape():
     )
     assert (knn["knn"]["k"], knn["knn"]["num_candidates"]) == (50, 100)
     assert len(knn["knn"]["query_vector"]) == 384
-    assert body["_source"] == {"excludes": ["embedding"]}
+    assert body["_source"] is False  # the records are read for the fused head only
