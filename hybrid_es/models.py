@@ -215,6 +215,8 @@ class SearchResponse(BaseModel):
     rerank_note: str
     hits: tuple[Hit, ...]
     candidates: int
+    """The fused candidates whose records were read and re-checked: the head the later stages
+    use (the hits asked for, or the rerank pool); the legs return ids and scores only."""
     timings_ms: dict[str, float]
     reranker_inputs: tuple[str, ...] = ()
     """chunk ids handed to the reranker, in order: kept so isolation can be audited."""
