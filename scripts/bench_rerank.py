@@ -10,6 +10,9 @@ The first stage runs once, so configurations differ only in the reranker.
     python scripts/bench_rerank.py ../shared/datasets/scifact --reranker MODEL \\
         --configs fp32:128,int8:128,int8:96@1,int8:96@2 --depths 20
 
+``--reranker`` repeated compares models (a distilled student beside its teacher) on the same
+first stage, every configuration for each.
+
 A configuration is ``PRECISION:MAX_LENGTH``, optionally ``@THREADS``: the reranker's torch
 threads (``HYBRID_ES_RERANKER_THREADS``; without it, torch's own count). The first stage embeds
 queries on ``--embed-threads`` (default: ``HYBRID_ES_EMBED_THREADS``).
@@ -56,7 +59,12 @@ def parse_configs(spec: str) -> list[tuple[str, int, int | None]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("dataset", type=Path)
-    p.add_argument("--reranker", required=True, help="a local CrossEncoder folder")
+    p.add_argument(
+        "--reranker",
+        required=True,
+        action="append",
+        help="a local CrossEncoder folder; repeat it to compare models on the same first stage",
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--configs", default="fp32:128,int8:128,onnx:128,onnx-int8:128")
     p.add_argument("--depths", default="20", help="comma list of rerank depths")
@@ -70,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = p.parse_args(argv)
     configs = parse_configs(args.configs)
+    many = len(args.reranker) > 1
     depths = [int(d) for d in args.depths.split(",")]
 
     s = settings()
@@ -107,14 +116,16 @@ def main(argv: list[str] | None = None) -> int:
             },
         }
     ]
-    for prec, length, threads in configs:
+    for model, (prec, length, threads) in [(m, c) for m in args.reranker for c in configs]:
         ce = CrossEncoderReranker(
-            args.reranker,
+            model,
             precision=prec,  # type: ignore[arg-type]
             max_length=length,
             threads=threads,
         )
         weight = ce.weight if args.weight is None else args.weight
+        layers = ce.metadata.get("layers")
+        label = f"{Path(model).name}{f' ({layers} layers)' if layers else ''} " if many else ""
         ce.score("warm-up", ["warm-up passage"] * 4)
         for depth in depths:
             run, rerank_ms, total_ms = {}, [], []
@@ -129,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             q = evaluate(judged, run, ["ndcg@10", "recall@10"]).scores
             rows.append(
                 {
-                    "config": f"{prec}:{length}{f'@{threads}' if threads else ''} "
+                    "config": f"{label}{prec}:{length}{f'@{threads}' if threads else ''} "
                     f"(weight {weight:g})",
                     "depth": depth,
                     **q,
@@ -148,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "dataset": str(args.dataset),
         "split": args.split,
         "queries": len(ranked),
-        "reranker": args.reranker,
+        "reranker": args.reranker if many else args.reranker[0],
         "embed_threads": embed_threads,
         "command": "python scripts/bench_rerank.py " + " ".join(sys.argv[1:]),
         "rows": rows,

@@ -34,6 +34,15 @@ def train_command(
     base: Annotated[
         str | None, typer.Option(help="Encoder to start from (default: packaged MiniLM).")
     ] = None,
+    layers: Annotated[
+        int | None, typer.Option(help="Keep only the first N layers of --base (a faster model).")
+    ] = None,
+    teacher: Annotated[
+        str | None, typer.Option(help="A trained cross-encoder folder to distil from.")
+    ] = None,
+    distill_weight: Annotated[
+        float, typer.Option(help="Share of the loss that follows the --teacher (0..1).")
+    ] = 0.5,
     embedder: Annotated[str, typer.Option(help="First-stage embedder (minilm | e5).")] = "minilm",
     minutes: Annotated[float, typer.Option(help="Wall-clock training budget.")] = 20.0,
     steps: Annotated[
@@ -73,9 +82,15 @@ def train_command(
             schedule_steps=schedule_steps,
             dev_fraction=dev_fraction,
             rerank_depth=rerank_depth,
+            layers=layers,
+            distill_weight=distill_weight,
         )
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from exc
+    if teacher and not Path(teacher).is_dir():
+        raise typer.BadParameter(
+            f"--teacher {teacher} is not a folder; point it at a trained model"
+        )
     if out.exists() and any(out.iterdir()) and not force:
         raise typer.BadParameter(f"{out} is not empty; pass --force to overwrite it")
     s = settings()
@@ -87,6 +102,7 @@ def train_command(
             out,
             cfg,
             base=base or _packaged_minilm(),
+            teacher=teacher,
             split=split,
             embedder_name=embedder,
             index=index,

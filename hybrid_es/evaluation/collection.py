@@ -16,6 +16,7 @@ from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.evaluation.progress import NoProgress, Progress
 from hybrid_es.evaluation.reranker_train import Candidate
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.documents import Document
@@ -113,19 +114,19 @@ def ingest_collection(
     index: str,
     state_index: str,
     url: str,
-    on_total: Callable[[int], None] | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
     docs: list[Document] | None = None,
     chunker: Chunker | None = None,
 ) -> Collection:
     """Ingest ``dataset``'s corpus (or ``docs``, cut by ``chunker`` when given) for the
-    evaluation tenant; unchanged documents are skipped. ``es``: an engine, or a client it wraps."""
+    evaluation tenant; unchanged documents are skipped. ``es``: an engine, or a client it wraps.
+    ``progress`` shows it as the "ingest" stage, one step per document."""
     import time
 
+    step = (progress or NoProgress()).stage("ingest")
     engine = as_engine(es, url=url)
     docs = docs if docs is not None else list(read_corpus(dataset, tenant=EVAL_TENANT))
-    if on_total:
-        on_total(len(docs))
+    step.update(completed=0, total=len(docs))
     # A public collection has no ACLs: every user of the evaluation tenant may read it.
     ing = Ingestor(
         engine,
@@ -136,7 +137,7 @@ def ingest_collection(
         default_acl=(EVERYONE,),
     )
     t = time.perf_counter()
-    rep = ing.ingest(docs, EVAL_PRINCIPAL, progress=progress)
+    rep = ing.ingest(docs, EVAL_PRINCIPAL, progress=step.advance)
     return Collection(
         engine, embedder, index, state_index, url, rep, time.perf_counter() - t, len(docs)
     )

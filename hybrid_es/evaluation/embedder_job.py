@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from hybrid_es.evaluation.embedder_train import (
     top_chunks,
     train,
 )
-from hybrid_es.evaluation.progress import NoProgress, Progress
+from hybrid_es.evaluation.progress import NoProgress, Progress, training_steps
 from hybrid_es.evaluation.reranker_train import split_queries
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
@@ -120,6 +121,55 @@ def dense_chunks(
 
 # Stays whole: the steps of one job in the order they run (ingest, read back, first stage, mine,
 # held-out before, train, held-out after, save, metadata); the metadata records them all.
+@dataclass(frozen=True)
+class HeldOut:
+    """The held-out queries' nDCG@10, measured the same way before and after training: exact
+    dense search over every passage, alone and fused with the index's BM25 top ``depth``."""
+
+    qrels: dict[str, dict[str, int]]
+    qids: list[str]
+    texts: list[str]
+    passages: list[Passage]
+    bm25: dict[str, list[str]]
+    depth: int
+
+    def ndcg(self, vectors: Callable[[], tuple[Any, Any]]) -> tuple[dict[str, float], float]:
+        """The scores with the (query, passage) vectors ``vectors()`` makes, and the seconds that
+        took; nothing is encoded when there are no held-out queries."""
+        if not self.qids:
+            return {}, 0.0
+        t = time.perf_counter()
+        qvecs, pvecs = vectors()
+        dense = dense_chunks(qvecs, pvecs, self.qids, self.passages, self.depth)
+        doc_of = {p.chunk_id: p.doc_id for p in self.passages}
+        return heldout_ndcg(self.qrels, dense, self.bm25, doc_of), time.perf_counter() - t
+
+
+def held_out_record(
+    before: dict[str, float],
+    after: dict[str, float],
+    before_from: str,
+    seconds: tuple[float, float],
+    depth: int,
+) -> dict[str, Any]:
+    """The metadata's held-out part: nDCG@10 before and after, and whether training paid."""
+    improved = bool(after) and after["hybrid"] > before["hybrid"]
+    return {
+        "dev_ndcg10": {
+            "before": before,
+            "after": after,
+            "before_from": before_from,
+            "seconds": {"before": round(seconds[0], 1), "after": round(seconds[1], 1)},
+            "note": "dense: exact search over every chunk; hybrid: client RRF of the index's "
+            f"BM25 top {depth} and that dense top {depth}",
+        },
+        "improved": improved,
+        "verdict": "improves the held-out hybrid nDCG@10"
+        if improved
+        else "does not improve the held-out hybrid nDCG@10: keep the base embedder",
+    }
+
+
 def train_embedder(
     es: Engine | Any,
     embedder: Embedder,
@@ -152,20 +202,11 @@ def train_embedder(
     train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
     dev_ids = [q for q in dev_ids if queries.get(q, "").strip()]
     index = index or default_index(dataset, embedder_name)
-    step = progress.stage("ingest")
     col = ingest_collection(
-        es,
-        embedder,
-        dataset,
-        index=index,
-        state_index=state_index,
-        url=url,
-        on_total=lambda n: step.update(completed=0, total=n),
-        progress=step.advance,
+        es, embedder, dataset, index=index, state_index=state_index, url=url, progress=progress
     )
     col.es.refresh(index)
     passages, stored = read_passages(col.es, index)
-    doc_of = {p.chunk_id: p.doc_id for p in passages}
     step = progress.stage("first stage", len(train_ids) + len(dev_ids), note="hybrid RRF, BM25")
     ranked, _ = col.first_stage(queries, train_ids, depth=cfg.depth, progress=step.advance)
     bm25 = bm25_chunks(col, queries, dev_ids, cfg.depth)
@@ -182,40 +223,22 @@ def train_embedder(
     )
     torch.manual_seed(cfg.seed)
     model = load_model(base)
-    dev_texts = [queries[q] for q in dev_ids]
+    held = HeldOut(qrels, dev_ids, [queries[q] for q in dev_ids], passages, bm25, cfg.depth)
     texts = [p.text for p in passages]
-    step = progress.stage("held-out before", note=f"{len(passages)} passages")
-    t = time.perf_counter()
+    progress.stage("held-out before", note=f"{len(passages)} passages")
     if stored is not None and same_model(embedder, base):
         before_source = "the index's stored vectors"
-        before_q, before_p = embedder.embed_queries(dev_texts), stored
+        before, before_s = held.ndcg(lambda: (embedder.embed_queries(held.texts), stored))
     else:
         before_source = "embedded with the base model"
-        before_q, before_p = encode(model, dev_texts), encode(model, texts)
-    before: dict[str, float] = {}
-    if dev_ids:
-        dense = dense_chunks(before_q, before_p, dev_ids, passages, cfg.depth)
-        before = heldout_ndcg(qrels, dense, bm25, doc_of)
-    before_s = time.perf_counter() - t
-    step = progress.stage("train")
-
-    def on_step(n: int, planned: int, loss: float) -> None:
-        step.update(completed=n, total=planned, note=f"loss {loss:.3f}")
-
+        before, before_s = held.ndcg(lambda: (encode(model, held.texts), encode(model, texts)))
+    on_step = training_steps(progress.stage("train"))
     stats = train(model, examples, relevant_docs(qrels), cfg, on_step=on_step)
-    step = progress.stage("held-out after", note=f"{len(passages)} passages")
-    t = time.perf_counter()
-    after: dict[str, float] = {}
-    if dev_ids:
-        dense = dense_chunks(
-            encode(model, dev_texts), encode(model, texts), dev_ids, passages, cfg.depth
-        )
-        after = heldout_ndcg(qrels, dense, bm25, doc_of)
-    after_s = time.perf_counter() - t
+    progress.stage("held-out after", note=f"{len(passages)} passages")
+    after, after_s = held.ndcg(lambda: (encode(model, held.texts), encode(model, texts)))
     out.mkdir(parents=True, exist_ok=True)
     model.max_seq_length = SERVE_MAX_LENGTH
     model.save(str(out))
-    improved = bool(after) and after["hybrid"] > before["hybrid"]
     meta: dict[str, Any] = {
         "format": "hybrid-es-embedder/1",
         "base_model": base,
@@ -231,18 +254,7 @@ def train_embedder(
         "skipped": skipped,
         "training": stats.as_dict(),
         "machine": f"{torch.get_num_threads()} torch threads, {platform.platform()}",
-        "dev_ndcg10": {
-            "before": before,
-            "after": after,
-            "before_from": before_source,
-            "seconds": {"before": round(before_s, 1), "after": round(after_s, 1)},
-            "note": "dense: exact search over every chunk; hybrid: client RRF of the index's "
-            f"BM25 top {cfg.depth} and that dense top {cfg.depth}",
-        },
-        "improved": improved,
-        "verdict": "improves the held-out hybrid nDCG@10"
-        if improved
-        else "does not improve the held-out hybrid nDCG@10: keep the base embedder",
+        **held_out_record(before, after, before_source, (before_s, after_s), cfg.depth),
         "command": command,
         "replay": f"--steps {stats.steps} --schedule-steps {stats.planned_steps} "
         f"--epochs {cfg.epochs} --seed {cfg.seed}",

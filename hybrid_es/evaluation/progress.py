@@ -6,6 +6,7 @@ default does nothing) or its own :class:`Progress`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -34,3 +35,12 @@ class NoProgress:
 
     def stage(self, label: str, total: int | None = None, note: str = "") -> Stage:
         return _Silent()
+
+
+def training_steps(stage: Stage) -> Callable[[int, int, float], None]:
+    """A training loop's ``on_step(step, planned, loss)`` shown on ``stage``."""
+
+    def on_step(n: int, planned: int, loss: float) -> None:
+        stage.update(completed=n, total=planned, note=f"loss {loss:.3f}")
+
+    return on_step

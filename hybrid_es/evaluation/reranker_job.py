@@ -16,16 +16,25 @@ from typing import Any
 
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import ConfigurationError
-from hybrid_es.evaluation.collection import EVAL_TENANT, default_index, ingest_collection
-from hybrid_es.evaluation.progress import NoProgress, Progress
+from hybrid_es.evaluation.collection import (
+    EVAL_TENANT,
+    Collection,
+    default_index,
+    ingest_collection,
+)
+from hybrid_es.evaluation.progress import NoProgress, Progress, training_steps
 from hybrid_es.evaluation.reranker_train import (
     Candidate,
+    Group,
     TrainConfig,
+    TrainStats,
     choose_weight,
     init_model,
+    keep_layers,
     mine_groups,
     split_queries,
     train,
+    with_teacher,
 )
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.retrieval.analysis import dominant_script
@@ -42,8 +51,6 @@ class TrainedReranker:
     table: dict[float, float]
 
 
-# Stays whole: the steps of one job in the order they run (ingest, first stage, mine, train,
-# save, held-out weight, metadata); each step is one call, and the metadata records them all.
 def train_reranker(
     es: Engine | Any,
     embedder: Embedder,
@@ -52,6 +59,7 @@ def train_reranker(
     cfg: TrainConfig,
     *,
     base: str,
+    teacher: str | None = None,
     split: str = "train",
     embedder_name: str = "minilm",
     index: str | None = None,
@@ -63,6 +71,8 @@ def train_reranker(
 ) -> TrainedReranker:
     """Train and save a reranker for ``dataset``'s ``split``; see the module docstring.
 
+    ``cfg.layers`` keeps that many of ``base``'s layers; ``teacher`` (a cross-encoder folder)
+    scores every group once, and its logits become ``cfg.distill_weight`` of the loss.
     ``es`` is an engine, or a client it wraps. Raises ConfigurationError when ``out`` is not
     empty and ``force`` is not set (nothing is done), IngestError when the dataset cannot be read.
     """
@@ -71,23 +81,15 @@ def train_reranker(
     progress = progress or NoProgress()
     if out.exists() and any(out.iterdir()) and not force:
         raise ConfigurationError(f"{out} is not empty", hint="pass --force to overwrite it")
+    if cfg.layers:
+        check_layers(base, cfg.layers)
     qrels = read_qrels(dataset, split)
     queries = read_queries(dataset)
     train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
     index = index or default_index(dataset, embedder_name)
-    step = progress.stage("ingest")
-    col = ingest_collection(
-        es,
-        embedder,
-        dataset,
-        index=index,
-        state_index=state_index,
-        url=url,
-        on_total=lambda n: step.update(completed=0, total=n),
-        progress=step.advance,
+    col, ranked = first_stage(
+        es, embedder, dataset, index, state_index, url, qrels, queries, progress
     )
-    step = progress.stage("first stage", len(qrels), note="hybrid RRF top 50")
-    ranked, _ = col.first_stage(queries, qrels, progress=step.advance)
     groups, skipped = mine_groups(
         train_ids,
         queries,
@@ -98,28 +100,18 @@ def train_reranker(
         negative_pool=cfg.negative_pool,
         seed=cfg.seed,
     )
-    torch.manual_seed(cfg.seed)
-    model, tokenizer = init_model(base)
-    step = progress.stage("train")
-
-    def on_step(n: int, planned: int, loss: float) -> None:
-        step.update(completed=n, total=planned, note=f"loss {loss:.3f}")
-
-    stats = train(model, tokenizer, groups, cfg, on_step=on_step)
+    if teacher:
+        groups = distil_targets(groups, teacher, cfg.max_length, progress)
+    model, tokenizer, stats = fine_tune(base, groups, cfg, progress)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
-    ce = CrossEncoderReranker(str(out), max_length=cfg.max_length, weight=1.0, precision="fp32")
-    dev = [q for q in dev_ids if q in ranked]
-    step = progress.stage("held-out", len(dev), note=f"rerank top {cfg.rerank_depth}")
-    dev_scores: dict[str, list[float]] = {}
-    for qid in dev:
-        dev_scores[qid] = ce.score(queries[qid], [c.text for c in ranked[qid][: cfg.rerank_depth]])
-        step.advance()
-    weight, table = choose_weight(qrels, ranked, dev_scores) if dev_scores else (1.0, {})
+    weight, table, n_dev = held_out_weight(out, cfg, dev_ids, queries, qrels, ranked, progress)
     meta: dict[str, Any] = {
         "format": "hybrid-es-reranker/1",
         "base_model": base,
+        "layers": model.config.num_hidden_layers,
+        "teacher": teacher,
         "dataset": str(dataset),
         "split": split,
         "first_stage": f"hybrid RRF (client), embedder {embedder.model_id}, top 50",
@@ -127,7 +119,7 @@ def train_reranker(
         "max_length": cfg.max_length,
         "scripts": sorted({dominant_script(queries[q]) for q in train_ids if q in queries}),
         "train_queries": len(train_ids),
-        "dev_queries": len(dev_scores),
+        "dev_queries": n_dev,
         "groups": len(groups),
         "skipped": skipped,
         "training": stats.as_dict(),
@@ -140,6 +132,90 @@ def train_reranker(
     }
     (out / METADATA_FILE).write_text(json.dumps(meta, indent=2))
     return TrainedReranker(out, meta, table)
+
+
+def check_layers(base: str, layers: int) -> None:
+    """Refuse, before any work, a layer count the base model does not have."""
+    from transformers import AutoConfig
+
+    have = int(AutoConfig.from_pretrained(base).num_hidden_layers)
+    if layers > have:
+        raise ConfigurationError(
+            f"--layers {layers}: the base model {base} has {have} layers",
+            hint=f"pass --layers between 1 and {have}",
+        )
+
+
+def first_stage(
+    es: Engine | Any,
+    embedder: Embedder,
+    dataset: Path,
+    index: str,
+    state_index: str,
+    url: str,
+    qrels: dict[str, dict[str, int]],
+    queries: dict[str, str],
+    progress: Progress,
+) -> tuple[Collection, dict[str, list[Candidate]]]:
+    """The collection ingested (unchanged documents skipped) and its hybrid RRF top 50 for every
+    judged query: what negatives are mined from and what the held-out queries rerank."""
+    col = ingest_collection(
+        es,
+        embedder,
+        dataset,
+        index=index,
+        state_index=state_index,
+        url=url,
+        progress=progress,
+    )
+    step = progress.stage("first stage", len(qrels), note="hybrid RRF top 50")
+    ranked, _ = col.first_stage(queries, qrels, progress=step.advance)
+    return col, ranked
+
+
+def distil_targets(
+    groups: list[Group], teacher: str, max_length: int, progress: Progress
+) -> list[Group]:
+    """The groups with the ``teacher`` cross-encoder's logits for their passages."""
+    model, tokenizer = init_model(teacher)
+    step = progress.stage("teacher", len(groups), note="scoring every group once")
+    return with_teacher(groups, model, tokenizer, max_length, on_group=step.advance)
+
+
+def fine_tune(
+    base: str, groups: list[Group], cfg: TrainConfig, progress: Progress
+) -> tuple[Any, Any, TrainStats]:
+    """The model seeded from ``base`` (its first ``cfg.layers`` layers), trained on ``groups``."""
+    import torch
+
+    torch.manual_seed(cfg.seed)
+    model, tokenizer = init_model(base)
+    if cfg.layers:
+        keep_layers(model, cfg.layers)
+    on_step = training_steps(progress.stage("train"))
+    return model, tokenizer, train(model, tokenizer, groups, cfg, on_step=on_step)
+
+
+def held_out_weight(
+    out: Path,
+    cfg: TrainConfig,
+    dev_ids: list[str],
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    ranked: dict[str, list[Candidate]],
+    progress: Progress,
+) -> tuple[float, dict[float, float], int]:
+    """The saved model scores the held-out queries' first-stage top ``cfg.rerank_depth``; the
+    blend weight that scores best, the nDCG@10 table by weight, and how many queries it used."""
+    ce = CrossEncoderReranker(str(out), max_length=cfg.max_length, weight=1.0, precision="fp32")
+    dev = [q for q in dev_ids if q in ranked]
+    step = progress.stage("held-out", len(dev), note=f"rerank top {cfg.rerank_depth}")
+    scores: dict[str, list[float]] = {}
+    for qid in dev:
+        scores[qid] = ce.score(queries[qid], [c.text for c in ranked[qid][: cfg.rerank_depth]])
+        step.advance()
+    weight, table = choose_weight(qrels, ranked, scores) if scores else (1.0, {})
+    return weight, table, len(scores)
 
 
 def first_chunks(

@@ -13,6 +13,10 @@ all-MiniLM-L6-v2 encoder (a BERT with a fresh one-logit head). The recipe, and w
   on them the first stage, the cross-encoder alone and blends of the two (``fusion.blend``) are
   scored, and the best weight is stored beside the model. A reranker that hurts alone can still
   help blended; one that hurts everywhere gets weight 0 and says so.
+- **Smaller and distilled, where latency asks for it**: ``layers`` keeps the first layers of the
+  starting model (:func:`keep_layers`), and a ``teacher`` cross-encoder's logits over each group
+  become a share of the loss (:func:`listwise_loss`), so a shallow model trained from a deep one
+  learns the deep one's ranking of the hard negatives as well as the labels.
 - **Bounded and reproducible**: seeded data order and initialisation; a wall-clock budget
   (``minutes``) whose step count is recorded, and ``steps`` to replay exactly that many steps.
 
@@ -25,7 +29,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hybrid_es.evaluation.metrics import evaluate
@@ -49,6 +53,8 @@ class TrainConfig:
     groups_per_step: int = 2
     dev_fraction: float = 0.2
     rerank_depth: int = 20
+    layers: int | None = None
+    distill_weight: float = 0.5
 
     def __post_init__(self) -> None:
         checks = {
@@ -63,6 +69,8 @@ class TrainConfig:
             "groups_per_step must be >= 1": self.groups_per_step >= 1,
             "dev_fraction must lie in [0, 0.9]": 0.0 <= self.dev_fraction <= 0.9,
             "rerank_depth must be >= 2": self.rerank_depth >= 2,
+            "layers must be >= 1": self.layers is None or self.layers >= 1,
+            "distill_weight must lie in [0, 1]": 0.0 <= self.distill_weight <= 1.0,
         }
         bad = [msg for msg, ok in checks.items() if not ok]
         if bad:
@@ -86,6 +94,12 @@ class Group:
     query: str
     positive: str
     negatives: tuple[str, ...]
+    teacher: tuple[float, ...] = ()
+    """A teacher cross-encoder's logits for (positive, *negatives); empty without a teacher."""
+
+    @property
+    def passages(self) -> tuple[str, ...]:
+        return (self.positive, *self.negatives)
 
 
 def split_queries(
@@ -213,6 +227,83 @@ def init_model(base: str) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def keep_layers(model: Any, n: int) -> Any:
+    """Drop the encoder's top layers in place, keeping the first ``n`` (and the head).
+
+    Dropping from the top is the cheapest way to a smaller cross-encoder that starts close to a
+    trained one: the lower layers carry most of what transfers, and a short fine-tune, with the
+    full model as teacher, re-fits the head to the shallower output. Cost falls with the layer
+    count (the encoder is nearly all of a MiniLM's compute).
+    """
+    import torch
+
+    encoder = model.base_model.encoder
+    have = len(encoder.layer)
+    if not 1 <= n <= have:
+        raise ValueError(f"layers must lie in 1..{have} for this model, got {n}")
+    encoder.layer = torch.nn.ModuleList(list(encoder.layer)[:n])
+    model.config.num_hidden_layers = n
+    return model
+
+
+def encode_pairs(tokenizer: Any, pairs: Sequence[tuple[str, str]], max_length: int) -> Any:
+    """The batch the model sees, in training and teacher scoring alike: the passage is what gets
+    truncated (``only_second``), the query stays whole."""
+    return tokenizer(
+        [q for q, _ in pairs],
+        [p for _, p in pairs],
+        truncation="only_second",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
+def with_teacher(
+    groups: Sequence[Group],
+    teacher: Any,
+    tokenizer: Any,
+    max_length: int,
+    *,
+    on_group: Callable[[], None] | None = None,
+) -> list[Group]:
+    """``groups`` with the teacher model's logits for each group's passages (no gradients)."""
+    import torch
+
+    teacher.eval()
+    out = []
+    with torch.inference_mode():
+        for g in groups:
+            enc = encode_pairs(tokenizer, [(g.query, p) for p in g.passages], max_length)
+            logits = teacher(**enc).logits.view(-1)
+            out.append(replace(g, teacher=tuple(float(x) for x in logits)))
+            if on_group:
+                on_group()
+    return out
+
+
+def listwise_loss(logits: Any, teacher: Any | None, distill_weight: float) -> Any:
+    """Softmax cross-entropy with the positive at column 0 (``logits``: groups x passages).
+
+    With ``teacher`` logits of the same shape, a share ``distill_weight`` of the loss is the KL
+    divergence from the teacher's softmax over the group to the student's: the student learns how
+    the teacher ranks the hard negatives among themselves, not only which passage is relevant.
+    """
+    import torch
+
+    f = torch.nn.functional
+    hard = f.cross_entropy(logits, torch.zeros(logits.shape[0], dtype=torch.long))
+    if teacher is None or distill_weight == 0.0:
+        return hard
+    soft = f.kl_div(
+        f.log_softmax(logits, dim=-1),
+        f.log_softmax(teacher, dim=-1),
+        reduction="batchmean",
+        log_target=True,
+    )
+    return (1.0 - distill_weight) * hard + distill_weight * soft
+
+
 # Stays whole: one torch loop, whose wall-clock budget, schedule and stopping rule read together.
 def train(
     model: Any,
@@ -222,7 +313,8 @@ def train(
     *,
     on_step: Callable[[int, int, float], None] | None = None,
 ) -> TrainStats:
-    """Listwise fine-tuning over a linear warm-up/decay schedule of ``planned_steps``.
+    """Listwise fine-tuning over a linear warm-up/decay schedule of ``planned_steps``
+    (:func:`listwise_loss`; distilled where the groups carry teacher logits).
 
     The schedule spans ``cfg.schedule_steps``, else ``cfg.epochs`` passes; under a time budget
     (neither ``steps`` nor ``schedule_steps`` given) it is shortened to the steps the budget
@@ -262,18 +354,11 @@ def train(
             order = list(groups)
             rng.shuffle(order)
         batch, order = order[: cfg.groups_per_step], order[cfg.groups_per_step :]
-        pairs = [(g.query, p) for g in batch for p in (g.positive, *g.negatives)]
-        enc = tokenizer(
-            [q for q, _ in pairs],
-            [p for _, p in pairs],
-            truncation="only_second",
-            max_length=cfg.max_length,
-            padding=True,
-            return_tensors="pt",
-        )
-        logits = model(**enc).logits.view(len(batch), n)
-        loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
-        loss.backward()  # type: ignore[no-untyped-call]
+        pairs = [(g.query, p) for g in batch for p in g.passages]
+        logits = model(**encode_pairs(tokenizer, pairs, cfg.max_length)).logits.view(len(batch), n)
+        teacher = torch.tensor([g.teacher for g in batch]) if batch[0].teacher else None
+        loss = listwise_loss(logits, teacher, cfg.distill_weight)
+        loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()

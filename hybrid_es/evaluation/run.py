@@ -124,7 +124,6 @@ def evaluate_dataset(
         queries = read_queries(req.dataset)
     if req.max_queries:
         qrels = dict(list(qrels.items())[: req.max_queries])
-    ingest_step = progress.stage("ingest")
     col = ingest_collection(
         es,
         embedder,
@@ -132,8 +131,7 @@ def evaluate_dataset(
         index=req.index or default_index(req.dataset, req.embedder_name),
         state_index=req.state_index,
         url=url,
-        on_total=lambda n: ingest_step.update(completed=0, total=n),
-        progress=ingest_step.advance,
+        progress=progress,
         docs=docs,
         chunker=chunker,
     )

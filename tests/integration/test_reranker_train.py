@@ -22,13 +22,13 @@ pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 
 
-def _train(out: Path, index: str, base: str) -> dict:
+def _train(out: Path, index: str, base: str, *extra: str) -> dict:
     r = subprocess.run(
         [
             sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
             "--out", str(out), "--split", "test", "--base", base, "--index", index,
             "--steps", "3", "--negatives", "2", "--negative-pool", "4",
-            "--dev-fraction", "0.25", "--rerank-depth", "5", "--json",
+            "--dev-fraction", "0.25", "--rerank-depth", "5", "--json", *extra,
         ],
         capture_output=True,
         text=True,
@@ -80,5 +80,43 @@ def test_train_writes_a_loadable_reproducible_model(es, bootstrapped, tmp_path, 
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert r.returncode != 0 and "--force" in r.stderr
+    finally:
+        es.delete_index(index)
+
+
+def test_a_shallower_student_is_distilled_from_a_teacher(
+    es, bootstrapped, tmp_path, tiny_cross_encoder
+):
+    """``--layers 1 --teacher T``: the saved model has one layer, loads and scores, and the
+    metadata says how it was made; without the teacher the same seed trains other weights."""
+    index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
+    try:
+        args = ("--layers", "1", "--teacher", tiny_cross_encoder, "--distill-weight", "0.7")
+        meta = _train(tmp_path / "s", index, tiny_cross_encoder, *args)
+        assert meta["layers"] == 1 and meta["teacher"] == tiny_cross_encoder
+        assert meta["config"]["layers"] == 1 and meta["config"]["distill_weight"] == 0.7
+        saved = json.loads((tmp_path / "s" / "config.json").read_text())
+        assert saved["num_hidden_layers"] == 1
+        ce = CrossEncoderReranker(str(tmp_path / "s"))
+        assert len(ce.score("hotel cancellation", ["free cancellation", "brochure"])) == 2
+        plain = _train(tmp_path / "p", index, tiny_cross_encoder, "--layers", "1")
+        assert plain["teacher"] is None
+        assert (tmp_path / "s" / "model.safetensors").read_bytes() != (
+            tmp_path / "p" / "model.safetensors"
+        ).read_bytes()
+        r = subprocess.run(
+            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
+             "--out", str(tmp_path / "x"), "--teacher", str(tmp_path / "missing")],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode != 0 and "--teacher" in r.stderr and "not a folder" in r.stderr
+        r = subprocess.run(
+            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
+             "--out", str(tmp_path / "y"), "--split", "test", "--base", tiny_cross_encoder,
+             "--layers", "3"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode != 0 and "has 2 layers" in r.stderr and "between 1 and 2" in r.stderr
+        assert not (tmp_path / "y").exists()
     finally:
         es.delete_index(index)

@@ -136,3 +136,83 @@ def test_a_trained_reranker_gates_on_the_scripts_it_was_trained_on(tmp_path):
     assert ce.covers("无障碍淋浴间") == (False, "cjk")
     hub = CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2")  # no metadata: no gate
     assert hub.covers("无障碍淋浴间") == (True, "cjk") and hub.weight == 1.0
+
+
+def test_config_rejects_a_layer_count_or_distil_share_out_of_range():
+    with pytest.raises(ValueError) as e:
+        TrainConfig(layers=0, distill_weight=1.5)
+    assert "layers must be >= 1" in str(e.value) and "distill_weight" in str(e.value)
+    assert TrainConfig(layers=4, distill_weight=1.0).layers == 4
+
+
+def _tiny_bert(layers: int):  # type: ignore[no-untyped-def]
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=layers, num_attention_heads=2,
+        intermediate_size=32, num_labels=1,
+    )  # fmt: skip
+    return BertForSequenceClassification(cfg).eval()
+
+
+def test_keep_layers_drops_the_top_layers_and_keeps_the_rest_unchanged():
+    import torch
+
+    from hybrid_es.evaluation.reranker_train import keep_layers
+
+    full = _tiny_bert(4)
+    kept = [layer.state_dict() for layer in full.bert.encoder.layer[:2]]
+    model = keep_layers(full, 2)
+    assert len(model.bert.encoder.layer) == 2 and model.config.num_hidden_layers == 2
+    for layer, before in zip(model.bert.encoder.layer, kept, strict=True):
+        assert all(torch.equal(layer.state_dict()[k], v) for k, v in before.items())
+    ids = torch.tensor([[2, 5, 7, 3]])
+    assert model(input_ids=ids).logits.shape == (1, 1)  # still a working classifier
+    with pytest.raises(ValueError, match=r"layers must lie in 1\.\.2"):
+        keep_layers(model, 3)
+
+
+def test_the_distilled_loss_is_the_hard_loss_plus_the_teachers_share():
+    import torch
+
+    from hybrid_es.evaluation.reranker_train import listwise_loss
+
+    logits = torch.tensor([[2.0, 0.5, -1.0], [0.1, 0.3, 0.2]])
+    hard = torch.nn.functional.cross_entropy(logits, torch.zeros(2, dtype=torch.long))
+    assert torch.isclose(listwise_loss(logits, None, 0.5), hard)
+    assert torch.isclose(listwise_loss(logits, logits.clone(), 0.0), hard)
+    # A teacher that agrees with the student adds nothing; one that disagrees adds its share.
+    assert torch.isclose(listwise_loss(logits, logits.clone(), 0.5), 0.5 * hard)
+    other = torch.tensor([[0.0, 3.0, 0.0], [0.1, 0.3, 0.2]])
+    p = torch.softmax(other[0], -1)
+    kl = float((p * (p.log() - torch.log_softmax(logits[0], -1))).sum()) / 2  # batch mean
+    got = listwise_loss(logits, other, 0.5)
+    assert abs(float(got) - (0.5 * float(hard) + 0.5 * kl)) < 1e-5
+    assert float(listwise_loss(logits, other, 1.0)) == pytest.approx(kl, abs=1e-5)
+
+
+def test_with_teacher_records_the_teachers_logits_for_each_groups_passages():
+    import torch
+
+    from hybrid_es.evaluation.reranker_train import Group, encode_pairs, with_teacher
+
+    class Tok:
+        def __call__(self, queries, passages, **kw):  # type: ignore[no-untyped-def]
+            pairs = zip(queries, passages, strict=True)
+            ids = [[2, len(q) % 60 + 3, len(p) % 60 + 3, 1] for q, p in pairs]
+            return {"input_ids": torch.tensor(ids)}
+
+    teacher = _tiny_bert(2)
+    groups = [
+        Group("q1", "shower", "roll-in shower", ("brochure", "rates")),
+        Group("q2", "x", "y", ("zz",)),
+    ]
+    ticks: list[int] = []
+    out = with_teacher(groups, teacher, Tok(), 32, on_group=lambda: ticks.append(1))
+    assert [len(g.teacher) for g in out] == [3, 2] and len(ticks) == 2
+    assert [g.passages for g in out] == [g.passages for g in groups]  # nothing else changes
+    enc = encode_pairs(Tok(), [("shower", p) for p in groups[0].passages], 32)
+    want = teacher(**enc).logits.view(-1).tolist()
+    assert list(out[0].teacher) == pytest.approx(want)
