@@ -19,6 +19,7 @@ from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import (
     EVAL_TENANT,
+    Collection,
     collection_name,
     default_index,
     ingest_collection,
@@ -35,10 +36,13 @@ from hybrid_es.evaluation.runner import (
     run_pipeline,
 )
 from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.ingest.documents import Document
+from hybrid_es.ingest.indexer import Chunker
 from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS, MAX_QUERY_TERMS, RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
+from hybrid_es.retrieval.searcher import HybridSearcher
 
 
 @dataclass(frozen=True)
@@ -113,17 +117,7 @@ def evaluate_dataset(
     judged queries (``es``: an engine, or a client it wraps). Raises IngestError for a dataset
     that cannot be read."""
     progress = progress or NoProgress()
-    docs, chunker, unit, metrics, split = None, None, "doc", METRICS, req.split
-    if is_cookbook(req.dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
-        cb = load_codebase(req.dataset, tenant=EVAL_TENANT)
-        queries, qrels = cb.as_judged()
-        docs, chunker, unit, metrics = cb.docs, (lambda d: cb.chunks[d.id]), "chunk", PASS_AT_K
-        split = "all questions"
-    else:
-        qrels = read_qrels(req.dataset, req.split)
-        queries = read_queries(req.dataset)
-    if req.max_queries:
-        qrels = dict(list(qrels.items())[: req.max_queries])
+    judged = read_judged(req)
     col = ingest_collection(
         es,
         embedder,
@@ -132,55 +126,100 @@ def evaluate_dataset(
         state_index=req.state_index,
         url=url,
         progress=progress,
-        docs=docs,
-        chunker=chunker,
+        docs=judged.docs,
+        chunker=judged.chunker,
     )
     embedder.embed_queries(["warm-up"])
     reranking = {p for p in req.pipelines if p.endswith("+rerank")}
     if req.reranker is not None and reranking:
         req.reranker.load()
         req.reranker.score("warm-up", ["warm-up"])
-    results = []
-    for p in req.pipelines:
-        searcher = col.searcher(
-            pipeline={"bm25": "bm25", "dense": "dense"}.get(p, "hybrid"),
-            fusion_method="linear" if p.startswith("linear") else "rrf",
-            alpha=req.alpha,
-            reranker=req.reranker if p in reranking else None,
-            params=RetrievalParams(
-                client_terms=req.client_terms,
-                max_query_chars=req.max_query_chars,
-                max_query_terms=req.max_query_terms,
-            ),
+    results = [
+        run_pipeline(
+            p,
+            pipeline_searcher(col, req, p, rerank=p in reranking),
+            judged.queries,
+            judged.qrels,
+            rerank=p in reranking,
+            rerank_depth=req.rerank_depth,
+            progress=progress.stage(p, len(judged.qrels)).advance,
+            unit=judged.unit,  # type: ignore[arg-type]
+            metrics=judged.metrics,
         )
-        results.append(
-            run_pipeline(
-                p,
-                searcher,
-                queries,
-                qrels,
-                rerank=p in reranking,
-                rerank_depth=req.rerank_depth,
-                progress=progress.stage(p, len(qrels)).advance,
-                unit=unit,  # type: ignore[arg-type]
-                metrics=metrics,
-            )
-        )
-    rep, ce = col.report, req.reranker
-    machine = (
+        for p in req.pipelines
+    ]
+    return EvalRun(
+        collection_name(req.dataset),
+        judged.split,
+        results,
+        machine_line(col, embedder, req.reranker),
+        col.report.context.summary(),
+        command,
+    )
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A collection's judged queries, and how it is ingested and scored: a BEIR folder is judged
+    by document (nDCG@k and friends), the cookbook's set by its own golden chunks (Pass@k)."""
+
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    split: str
+    unit: str = "doc"
+    metrics: tuple[str, ...] = METRICS
+    docs: list[Document] | None = None
+    chunker: Chunker | None = None
+
+
+def read_judged(req: EvalRequest) -> Judged:
+    """The judged queries of ``req.dataset`` (the first ``req.max_queries`` when set)."""
+    if is_cookbook(req.dataset):  # Pass@k over golden chunks, the corpus's own chunks ingested
+        cb = load_codebase(req.dataset, tenant=EVAL_TENANT)
+        queries, qrels = cb.as_judged()
+        extra: dict[str, Any] = {
+            "split": "all questions",
+            "unit": "chunk",
+            "metrics": PASS_AT_K,
+            "docs": cb.docs,
+            "chunker": lambda d: cb.chunks[d.id],
+        }
+    else:
+        qrels = read_qrels(req.dataset, req.split)
+        queries = read_queries(req.dataset)
+        extra = {"split": req.split}
+    if req.max_queries:
+        qrels = dict(list(qrels.items())[: req.max_queries])
+    return Judged(queries, qrels, **extra)
+
+
+def pipeline_searcher(
+    col: Collection, req: EvalRequest, pipeline: str, *, rerank: bool
+) -> HybridSearcher:
+    """The searcher one evaluated pipeline runs: ``bm25`` and ``dense`` a single leg, the others
+    both legs fused by RRF or (``linear*``) min-max linear, ``+rerank`` with the reranker."""
+    return col.searcher(
+        pipeline={"bm25": "bm25", "dense": "dense"}.get(pipeline, "hybrid"),
+        fusion_method="linear" if pipeline.startswith("linear") else "rrf",
+        alpha=req.alpha,
+        reranker=req.reranker if rerank else None,
+        params=RetrievalParams(
+            client_terms=req.client_terms,
+            max_query_chars=req.max_query_chars,
+            max_query_terms=req.max_query_terms,
+        ),
+    )
+
+
+def machine_line(col: Collection, embedder: Embedder, ce: Any) -> str:
+    """Where the run happened: cores, platform, models, what the ingest did and cost."""
+    rep = col.report
+    return (
         f"{os.cpu_count()} cores, {platform.platform()}, embedder {embedder.model_id}, "
         f"ingest {col.ingest_s:.1f} s ({rep.chunks} chunks written, "
         f"{rep.skipped_unchanged} documents unchanged; context headers: "
         f"{rep.context.calls} LLM calls, cost {_usd(rep.context.cost_usd)} this run)"
         + (f", reranker {ce.model_name} ({ce.precision}, weight {ce.weight:g})" if ce else "")
-    )
-    return EvalRun(
-        collection_name(req.dataset),
-        split,
-        results,
-        machine,
-        rep.context.summary(),
-        command,
     )
 
 
