@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
-from json import JSONDecodeError as JSONError
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -18,6 +16,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from hybrid_es.client_options import parse_client_options
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.tenancy import IndexLayout, TenancyMode
 
@@ -53,14 +52,20 @@ class Settings(BaseSettings):
     """The SHA-256 fingerprint of a certificate to pin instead of a CA file: Elasticsearch's
     ``http_ca.crt`` (or any certificate of the chain it serves); OpenSearch checks the node's
     own certificate."""
+    client_cert: Path | None = None
+    """A client certificate (PEM) for mutual TLS; with ``client_key`` when the key is apart.
+    A credential where the cluster authenticates by certificate (a PKI realm)."""
+    client_key: Path | None = None
     verify_certs: bool = True
     """Off only to get at a cluster whose certificate cannot be checked: warned about loudly."""
     request_timeout: float = Field(default=30.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     client_options: Annotated[dict[str, Any], NoDecode] = Field(default_factory=dict)
     """Other keyword arguments for the client (``Elasticsearch(...)`` or ``OpenSearch(...)``),
-    as a JSON object, merged last. Credentials, TLS and where to connect are refused here:
-    they have their own settings, and one set twice would be ambiguous."""
+    as a JSON object, merged last: only those of
+    :data:`hybrid_es.client_options.ALLOWED_CLIENT_OPTIONS`, which change how requests are
+    sent, never by whom or to whom (credentials, TLS and where to connect have their own
+    settings)."""
     start_local_env: Path | None = None
     """Elastic start-local's ``.env`` file: read when ``url`` (and ``cloud_id``) are unset.
     Default: ``./.env`` (when it holds ``ES_LOCAL_URL``), then ``./elastic-start-local/.env``;
@@ -379,70 +384,6 @@ def normalize_fingerprint(value: str) -> str:
             "(Elasticsearch also prints it at its first start)",
         )
     return digits
-
-
-_TLS_SETTINGS = "HYBRID_ES_CA_CERTS, HYBRID_ES_SSL_ASSERT_FINGERPRINT or HYBRID_ES_VERIFY_CERTS"
-REFUSED_CLIENT_OPTIONS = {
-    "hosts": "HYBRID_ES_URL",
-    "cloud_id": "HYBRID_ES_CLOUD_ID",
-    "basic_auth": "HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD",
-    "http_auth": "HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD",
-    "api_key": "HYBRID_ES_API_KEY",
-    "bearer_auth": "HYBRID_ES_BEARER_AUTH",
-    "ca_certs": "HYBRID_ES_CA_CERTS",
-    "verify_certs": "HYBRID_ES_VERIFY_CERTS",
-    "ssl_show_warn": "HYBRID_ES_VERIFY_CERTS",
-    "ssl_assert_fingerprint": "HYBRID_ES_SSL_ASSERT_FINGERPRINT",
-    "ssl_context": _TLS_SETTINGS,
-    "ssl_assert_hostname": _TLS_SETTINGS,
-    "use_ssl": "HYBRID_ES_URL (https://)",
-}
-"""Client options that HYBRID_ES_CLIENT_OPTIONS may not hold, and the settings to use instead:
-merged last, each would silently override where to connect, the credentials or the TLS checks.
-(A client certificate, ``client_cert``/``client_key``, passes: it adds to them.)"""
-_REFUSED_HEADERS = {"authorization": "HYBRID_ES_API_KEY or HYBRID_ES_BEARER_AUTH"}
-_OPTIONS_EXAMPLE = """give a JSON object, e.g. HYBRID_ES_CLIENT_OPTIONS='{"http_compress": true}'"""
-
-
-def parse_client_options(value: Any) -> dict[str, Any]:
-    """HYBRID_ES_CLIENT_OPTIONS (a JSON object, or a dict given in code) as a dict. Raises
-    ConfigurationError naming the variable for bad JSON, a value that is not an object, or an
-    option that has a setting of its own (:data:`REFUSED_CLIENT_OPTIONS`)."""
-    if value is None:
-        return {}
-    if isinstance(value, str | bytes):
-        try:
-            value = json.loads(value)
-        except ValueError as exc:
-            where = f" ({exc.msg} at character {exc.pos})" if isinstance(exc, JSONError) else ""
-            raise ConfigurationError(
-                f"HYBRID_ES_CLIENT_OPTIONS is not valid JSON{where}", hint=_OPTIONS_EXAMPLE
-            ) from None
-    if not isinstance(value, dict):
-        raise ConfigurationError(
-            f"HYBRID_ES_CLIENT_OPTIONS must be a JSON object, not {type(value).__name__}",
-            hint=_OPTIONS_EXAMPLE,
-        )
-    for key in value:
-        if key in REFUSED_CLIENT_OPTIONS:
-            raise ConfigurationError(
-                f"HYBRID_ES_CLIENT_OPTIONS may not set {key!r}: it would override where to "
-                "connect, the credentials or the TLS checks",
-                hint=f"set {REFUSED_CLIENT_OPTIONS[key]} instead",
-            )
-    headers = value.get("headers") or {}
-    if not isinstance(headers, dict):
-        raise ConfigurationError(
-            "HYBRID_ES_CLIENT_OPTIONS: 'headers' must be an object of header names to values",
-            hint='e.g. {"headers": {"X-Team": "search"}}',
-        )
-    for name in headers:
-        if str(name).lower() in _REFUSED_HEADERS:
-            raise ConfigurationError(
-                f"HYBRID_ES_CLIENT_OPTIONS may not set the {name} header",
-                hint=f"set {_REFUSED_HEADERS[str(name).lower()]} instead",
-            )
-    return dict(value)
 
 
 START_LOCAL_FILES = (Path(".env"), Path("elastic-start-local") / ".env")

@@ -78,6 +78,23 @@ class IndexLayout:
             return self.chunks
         return f"{self.chunks}{TENANT_INDEX_INFIX}{index_part(tenant)}"
 
+    def reader_refused_because(self) -> str:
+        """Why a per-tenant reader credential cannot be confined to one tenant in this layout
+        ("" when it can). In the shared layout every tenant's records sit in one index, so a
+        reader role must name that index, and document-level security alone stands between
+        tenants: OpenSearch's suggesters ignore it (another tenant's vocabulary, deleted and
+        restricted records included), and on both engines BM25 statistics (``explain``,
+        ``dfs_query_then_fetch``) count every tenant's documents. Only one index per tenant
+        gives a role an exact name that reaches nothing of another tenant."""
+        if self.mode == "shared":
+            return (
+                "in the shared tenancy layout every tenant's chunks are in one index, so a "
+                "reader role would reach the other tenants' records past document-level "
+                "security (OpenSearch's suggesters ignore it; BM25 statistics count every "
+                "tenant's documents on both engines)"
+            )
+        return ""
+
     def chunks_pattern(self) -> str:
         """A pattern that matches every tenant's chunks index (operators, bootstrap checks)."""
         return self.chunks if self.mode == "shared" else f"{self.chunks}{TENANT_INDEX_INFIX}*"

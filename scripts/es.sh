@@ -335,8 +335,24 @@ def line(name, role):
     print(f"{name}: {json.dumps(role)}")
 for name in sys.argv[2].split():
     line(name, json.loads((roles / f"{name}.json").read_text(encoding="utf-8")))
+def index_part(tenant):  # hybrid_es.tenancy.index_part: '_' -> '__', a capital X -> '_x'
+    return "".join("__" if c == "_" else "_" + c.lower() if c.isupper() else c for c in tenant)
+# Each reader role names exactly its tenant's own indices (hybrid_es.cluster.templates.render_role)
+# in the default layout and in the test suite's reader layout (tests/security/readers.py).
+LAYOUTS = (("hybrid-es-chunks", "hybrid-es-corpus-state"),
+           ("hybrid-es-chunks-rx", "hybrid-es-corpus-state-rx"))
 for tenant in sys.argv[3:]:
-    line(f"hybrid-es-tenant-reader-{tenant}", json.loads(template.replace("{{tenant}}", tenant)))
+    role = None
+    for chunks, state in LAYOUTS:
+        filled = json.loads(template.replace("{{tenant}}", tenant)
+                            .replace("{{chunks_index}}", f"{chunks}-t-{index_part(tenant)}")
+                            .replace("{{corpus_state_index}}", state))
+        if role is None:
+            role = filled
+        else:
+            for mine, more in zip(role["indices"], filled["indices"]):
+                mine["names"] += more["names"]
+    line(f"hybrid-es-tenant-reader-{tenant}", role)
 PY
   mv "$cfg/roles.yml.new" "$cfg/roles.yml"
   touch "$cfg/users" "$cfg/users_roles"

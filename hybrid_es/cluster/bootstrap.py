@@ -18,6 +18,7 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.security import install_tenant_reader
 from hybrid_es.cluster.templates import (
     HASH_KEY,
+    READER_HINT,
     Flavor,
     Template,
     adapt_pipeline,
@@ -38,6 +39,7 @@ from hybrid_es.errors import (
 )
 from hybrid_es.models import check_tenant
 from hybrid_es.settings import Settings
+from hybrid_es.tenancy import IndexLayout
 
 Status = Literal["create", "unchanged", "conflict", "update", "missing", "legacy", "skipped"]
 
@@ -145,7 +147,7 @@ def bootstrap(
     be used; TemplateConflictError when an installed template differs and ``force`` is not set.
     """
     engine = as_engine(client, url=settings.redacted_url())
-    skip_roles = "" if check else preflight(caps, tenants)
+    skip_roles = "" if check else preflight(caps, tenants, settings.layout())
     templates = templates_for(caps, settings)
     actions = plan(engine, templates, force=force)
     report = BootstrapReport(actions)
@@ -173,13 +175,17 @@ def bootstrap(
         if skip_roles:
             report.actions.append(Action("role", role_name(tenant), "skipped", skip_roles))
             continue
-        for kind, name in install_tenant_reader(engine, tenant, settings.templates_dir):
+        for kind, name in install_tenant_reader(
+            engine, tenant, settings.layout(), settings.templates_dir
+        ):
             report.actions.append(Action(kind, name, "update"))
     report.applied = True
     return report
 
 
-def preflight(caps: Capabilities, tenants: tuple[str, ...] = ()) -> str:
+def preflight(
+    caps: Capabilities, tenants: tuple[str, ...] = (), layout: IndexLayout | None = None
+) -> str:
     """The checks of a bootstrap that need no request beyond the probe, run before its first
     write. Returns why the tenant reader roles will be skipped ("" when they will be installed,
     or none were asked for).
@@ -188,7 +194,8 @@ def preflight(caps: Capabilities, tenants: tuple[str, ...] = ()) -> str:
         AuthenticationError (status 403): the probe found the credentials lacking a privilege
             that bootstrap (or, with ``tenants``, installing roles) needs. Unknown privileges
             (OpenSearch without a known role) do not stop it: the cluster will decide.
-        ConfigurationError: an invalid tenant id.
+        ConfigurationError: an invalid tenant id, or reader roles asked for in a layout where
+            a reader cannot be confined to one tenant (the shared layout).
     """
     who = caps.user or "these credentials"
     access = access_of(caps.privileges, "bootstrap")
@@ -209,6 +216,11 @@ def preflight(caps: Capabilities, tenants: tuple[str, ...] = ()) -> str:
             ) from exc
     if not tenants:
         return ""
+    why = (layout or IndexLayout()).reader_refused_because()
+    if why:
+        raise ConfigurationError(
+            f"no tenant reader credentials: {why}; nothing was written", hint=READER_HINT
+        )
     skip = roles_skipped_because(caps)
     if skip:
         return skip

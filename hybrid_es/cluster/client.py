@@ -157,10 +157,32 @@ def tls_options(settings: Settings, *, https: bool) -> dict[str, Any]:
                 "(a default Elasticsearch install writes config/certs/http_ca.crt)",
             )
         out["ca_certs"] = str(settings.ca_certs)
+    out.update(client_certificate(settings))
     if not settings.verify_certs:
         # The clients' own warning would repeat on every client built (and fail under
         # warnings-as-errors); unverified_warning() says it once, where the client is built.
         out.update(verify_certs=False, ssl_show_warn=False)
+    return out
+
+
+def client_certificate(settings: Settings) -> dict[str, str]:
+    """The client certificate and key of mutual TLS (both clients name them alike). Raises
+    ConfigurationError for a file that does not exist or a key without a certificate."""
+    out: dict[str, str] = {}
+    for name, path in (("client_cert", settings.client_cert), ("client_key", settings.client_key)):
+        if path is None:
+            continue
+        if not path.is_file():
+            raise ConfigurationError(
+                f"HYBRID_ES_{name.upper()} names {path}, which is not a file",
+                hint="point it at the PEM file of the client certificate (or its key)",
+            )
+        out[name] = str(path)
+    if "client_key" in out and "client_cert" not in out:
+        raise ConfigurationError(
+            "HYBRID_ES_CLIENT_KEY is set without HYBRID_ES_CLIENT_CERT",
+            hint="set HYBRID_ES_CLIENT_CERT to the certificate the key belongs to",
+        )
     return out
 
 
@@ -181,8 +203,8 @@ def unverified_warning(settings: Settings, url: str | None = None) -> str | None
 
 
 def _merge_options(kwargs: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """HYBRID_ES_CLIENT_OPTIONS merged last (headers merged, not replaced); the options that
-    would override credentials or TLS were refused when the settings were read."""
+    """HYBRID_ES_CLIENT_OPTIONS merged last (headers merged, not replaced); only the allowed
+    options got through when the settings were read (``hybrid_es.client_options``)."""
     out = {**kwargs, **{k: v for k, v in options.items() if k != "headers"}}
     if options.get("headers"):
         out["headers"] = {

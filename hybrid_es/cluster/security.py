@@ -14,21 +14,20 @@ from typing import Any
 
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import backend_role, render_role
-from hybrid_es.errors import ConfigurationError, EngineError
-from hybrid_es.models import check_tenant
+from hybrid_es.errors import EngineError
+from hybrid_es.tenancy import IndexLayout
 
 _OS_API = "/_plugins/_security/api"
 
 
 def install_tenant_reader(
-    engine: Engine, tenant: str, directory: Path | None = None
+    engine: Engine, tenant: str, layout: IndexLayout, directory: Path | None = None
 ) -> list[tuple[str, str]]:
-    """Install (or overwrite) ``tenant``'s reader role; the (kind, name) of what was written."""
-    try:
-        check_tenant(tenant)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc), hint="pass a valid tenant id to --tenant") from exc
-    name, role = render_role(tenant, directory=directory, flavor=engine.flavor)
+    """Install (or overwrite) ``tenant``'s reader role, naming exactly its own indices in
+    ``layout``; the (kind, name) of what was written. Raises ConfigurationError (nothing
+    written) for an invalid tenant or a layout where a reader cannot be confined to one tenant
+    (the shared layout: ``IndexLayout.reader_refused_because``)."""
+    name, role = render_role(tenant, layout, directory=directory, flavor=engine.flavor)
     if engine.flavor != "opensearch":
         engine.request("PUT", f"/_security/role/{name}", body=role, what="installing a role")
         return [("role", name)]

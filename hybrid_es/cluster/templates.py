@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hybrid_es.errors import ConfigurationError
+from hybrid_es.models import check_tenant
+from hybrid_es.tenancy import IndexLayout
 
 Kind = Literal["component", "index", "role", "pipeline"]
 AnalysisProfile = Literal["standard", "full"]
@@ -25,6 +27,11 @@ SETTINGS_TEMPLATE = "hybrid-es-settings"
 CHUNKS_TEMPLATE = "hybrid-es-chunks"
 HASH_KEY = "hybrid_es_hash"
 TENANT_PLACEHOLDER = "{{tenant}}"
+READER_HINT = (
+    "set HYBRID_ES_TENANCY=index-per-tenant (the default) and re-ingest each tenant into its "
+    "own index (docs/tenancy.md); the library's policy filter still confines every search "
+    "made with the hybrid-es-app credential"
+)
 
 
 def templates_dir(override: Path | None = None) -> Path:
@@ -280,17 +287,39 @@ def _check_composition(templates: list[Template]) -> None:
 
 
 def render_role(
-    tenant: str, *, directory: Path | None = None, flavor: Flavor = "elasticsearch"
+    tenant: str,
+    layout: IndexLayout | None = None,
+    *,
+    directory: Path | None = None,
+    flavor: Flavor = "elasticsearch",
 ) -> tuple[str, dict[str, Any]]:
     """The tenant reader role for ``tenant``, in the engine's format: its name and body with the
-    tenant filled in (on OpenSearch, inside the ``dls`` query string as well)."""
-    if not tenant or any(ch in tenant for ch in '"\\{}') or tenant != tenant.strip():
-        raise ConfigurationError(f"invalid tenant id {tenant!r} for a role")
+    tenant and its own index names filled in (on OpenSearch, inside the ``dls`` query string as
+    well). The role names exactly ``tenant``'s chunks index in ``layout`` (default: the default
+    index names, one index per tenant) and its corpus state, never a pattern.
+
+    Raises ConfigurationError for an invalid tenant id, and for a layout in which a reader
+    cannot be confined to one tenant (:meth:`IndexLayout.reader_refused_because`)."""
+    layout = layout or IndexLayout()
+    try:
+        check_tenant(tenant)
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"invalid tenant id for a role: {exc}", hint="pass a valid tenant id to --tenant"
+        ) from exc
+    why = layout.reader_refused_because()
+    if why:
+        raise ConfigurationError(f"no reader role for tenant {tenant!r}: {why}", hint=READER_HINT)
     root = templates_dir(directory)
     path = root / "roles" / "hybrid-es-tenant-reader.json"
     if flavor == "opensearch":
         path = root / "opensearch" / "roles" / "hybrid-es-tenant-reader.json"
-    body = _fill(_read(path), tenant)
+    fills = {
+        TENANT_PLACEHOLDER: tenant,
+        "{{chunks_index}}": layout.chunks_for(tenant),
+        "{{corpus_state_index}}": layout.corpus_state,
+    }
+    body = _fill(_read(path), fills)
     if flavor == "elasticsearch":
         body.pop("description", None)
     return role_name(tenant), body
@@ -305,13 +334,15 @@ def backend_role(tenant: str) -> str:
     return f"hybrid-es-tenant-{tenant}"
 
 
-def _fill(node: Any, tenant: str) -> Any:
+def _fill(node: Any, fills: dict[str, str]) -> Any:
     if isinstance(node, dict):
-        return {k: _fill(v, tenant) for k, v in node.items()}
+        return {k: _fill(v, fills) for k, v in node.items()}
     if isinstance(node, list):
-        return [_fill(v, tenant) for v in node]
+        return [_fill(v, fills) for v in node]
     if isinstance(node, str):
-        return node.replace(TENANT_PLACEHOLDER, tenant)
+        for placeholder, value in fills.items():
+            node = node.replace(placeholder, value)
+        return node
     return node
 
 

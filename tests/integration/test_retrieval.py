@@ -25,6 +25,7 @@ from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.tenancy import IndexLayout
 from tests.conftest import ingest_as_owners, sent_searches, travel_documents
 
 pytestmark = pytest.mark.integration
@@ -323,42 +324,49 @@ def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
     "only; OpenSearch's native document-level security is tested in "
     "tests/security/test_opensearch_dls.py",
 )
-def test_document_level_security_holds_without_the_client_filter(
-    es, settings, fresh_indices, embedder
-):
+def test_document_level_security_holds_without_the_client_filter(es, settings, embedder):
     """reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
-    filter at all: document-level security alone keeps demo-A's records out."""
+    filter at all to its own index, into which demo-A's records were misrouted: document-level
+    security alone keeps demo-A's records out. (The role names only demo-B's own index, so
+    demo-A's index is refused outright: tests/security/test_reader_matrix.py.)"""
     from hybrid_es.cluster.engine import connect
     from hybrid_es.errors import HybridEsError
+    from tests.security.test_reader_matrix import LAYOUT
 
-    _ingest(es, embedder, fresh_indices, travel_documents())
+    own_b = LAYOUT.chunks_for("demo-B")
+    misrouted = IndexLayout.fixed(own_b, corpus_state=LAYOUT.corpus_state)
+    es.delete_index(f"{own_b},{LAYOUT.corpus_state}")
     try:
-        reader = connect(settings.model_copy(update={"username": "reader-demo-B"}))
-        raw = reader.search(fresh_indices["chunks"], {"query": {"match_all": {}}, "size": 100})
-    except HybridEsError as exc:  # the file-realm users are provisioned by scripts/es.sh
-        pytest.fail(f"reader-demo-B cannot search ({exc}); start the node with scripts/es.sh")
-    tenants = {h["_source"]["tenant"] for h in raw["hits"]["hits"]}
-    assert tenants == {"demo-B"}
-    knn = reader.search(
-        fresh_indices["chunks"],
-        {
-            "knn": {
-                "field": "embedding",
-                "query_vector": embedder.embed_queries([QUERY])[0].tolist(),
-                "k": 20,
-                "num_candidates": 50,
-            }
-        },
-    )
-    assert {h["_source"]["tenant"] for h in knn["hits"]["hits"]} == {"demo-B"}
-    # Even a searcher told it is demo-A gets nothing of demo-A through B's credentials.
-    with pytest.raises(UnknownTenantError):
-        HybridSearcher(
-            reader,
-            embedder,
-            index=fresh_indices["chunks"],
-            corpus_state_index=fresh_indices["corpus_state"],
-        ).search(QUERY, AGENT, STAY, now=NOW)
+        ing = Ingestor(
+            es, embedder, layout=misrouted, corpus_state=CorpusState(es, LAYOUT.corpus_state)
+        )
+        ingest_as_owners(ing, travel_documents(), now=NOW)
+        try:
+            reader = connect(settings.model_copy(update={"username": "reader-demo-B"}))
+            raw = reader.search(own_b, {"query": {"match_all": {}}, "size": 100})
+        except HybridEsError as exc:  # the file-realm users are provisioned by scripts/es.sh
+            pytest.fail(f"reader-demo-B cannot search ({exc}); start the node with scripts/es.sh")
+        tenants = {h["_source"]["tenant"] for h in raw["hits"]["hits"]}
+        assert tenants == {"demo-B"}
+        knn = reader.search(
+            own_b,
+            {
+                "knn": {
+                    "field": "embedding",
+                    "query_vector": embedder.embed_queries([QUERY])[0].tolist(),
+                    "k": 20,
+                    "num_candidates": 50,
+                }
+            },
+        )
+        assert {h["_source"]["tenant"] for h in knn["hits"]["hits"]} == {"demo-B"}
+        # Even a searcher told it is demo-A gets nothing of demo-A through B's credentials.
+        with pytest.raises(UnknownTenantError):
+            HybridSearcher(
+                reader, embedder, index=own_b, corpus_state_index=LAYOUT.corpus_state
+            ).search(QUERY, AGENT, STAY, now=NOW)
+    finally:
+        es.delete_index(f"{own_b},{LAYOUT.corpus_state}")
 
 
 def test_bad_input_gets_specific_errors(es, embedder, fresh_indices):

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.trace_storage import delete_data_stream
 from hybrid_es.errors import (
     BadQueryError,
@@ -16,6 +17,7 @@ from hybrid_es.errors import (
 )
 from hybrid_es.hashing import keyed_digest
 from hybrid_es.identity import chunk_key
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import OPERATOR_ROLE, Principal, RequestScope
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -24,7 +26,7 @@ from hybrid_es.traces.hooks import search_hook
 from hybrid_es.traces.reader import TraceReader
 from hybrid_es.traces.storage import trace_storage
 from hybrid_es.traces.writer import TraceWriter
-from tests.conftest import HashEmbedder, owner
+from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents
 from tests.security.conftest import AGENT_A, AGENT_B, MANAGER, NOW, QUERY, SCOPE, World, make_world
 
 pytestmark = pytest.mark.integration
@@ -188,35 +190,45 @@ def test_rank_constant_is_validated_as_the_engine_does():
     "only; OpenSearch's native document-level security is tested in "
     "tests/security/test_opensearch_dls.py",
 )
-def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(
-    world: World, es, settings
-):
+def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(es, settings):
     # 13: check_model treated a 403 as "checked". A reader without view_index_metadata is now
-    # checked against the embedding model stored on a chunk it may read.
+    # checked against the embedding model stored on a chunk it may read. The readers' roles
+    # name their own tenant's indices only: the reader layout of tests/security.
     from hybrid_es.cluster.engine import connect
     from hybrid_es.errors import AuthenticationError, ModelError
+    from tests.security.test_reader_matrix import LAYOUT
 
-    reader = connect(
-        settings.model_copy(update={"username": "reader-demo-A", "password": settings.password})
-    )
-    with pytest.raises(AuthenticationError) as refused:  # the file-realm reader may not
-        reader.get_mapping(world.layout.chunks_for("demo-A"))
-    assert refused.value.status == 403
+    state = CorpusState(es, LAYOUT.corpus_state)
+    es.delete_index(f"{LAYOUT.chunks_pattern()},{LAYOUT.corpus_state}")
+    try:
+        ingestor = Ingestor(es, HashEmbedder(), layout=LAYOUT, corpus_state=state)
+        ingest_as_owners(ingestor, travel_documents(), now=NOW)
+        reader = connect(
+            settings.model_copy(update={"username": "reader-demo-A", "password": settings.password})
+        )
+        with pytest.raises(AuthenticationError) as refused:  # the file-realm reader may not
+            reader.get_mapping(LAYOUT.chunks_for("demo-A"))
+        assert refused.value.status == 403
 
-    class OtherModel(HashEmbedder):
-        model_id = "someone/else"
+        class OtherModel(HashEmbedder):
+            model_id = "someone/else"
 
-    ok = HybridSearcher(reader, HashEmbedder(), layout=world.layout, native_rrf=False)
-    assert ok.search(QUERY, MANAGER, SCOPE, now=NOW).hits
-    assert world.layout.chunks_for("demo-A") in ok._model_checked
-    wrong = HybridSearcher(reader, OtherModel(), layout=world.layout, native_rrf=False)
-    with pytest.raises(ModelError, match="built with test/hashed-trigrams"):
-        wrong.search(QUERY, MANAGER, SCOPE, now=NOW)
-    # demo-B's reader may read no chunk of demo-A: nothing can be checked, so nothing is taken
-    # as checked (and every search it makes there is empty).
-    nobody = connect(
-        settings.model_copy(update={"username": "reader-demo-B", "password": settings.password})
-    )
-    blind = HybridSearcher(nobody, OtherModel(), layout=world.layout, native_rrf=False)
-    blind.check_model(MANAGER)
-    assert blind._model_checked == set()
+        ok = HybridSearcher(reader, HashEmbedder(), layout=LAYOUT, native_rrf=False)
+        assert ok.search(QUERY, MANAGER, SCOPE, now=NOW).hits
+        assert LAYOUT.chunks_for("demo-A") in ok._model_checked
+        wrong = HybridSearcher(reader, OtherModel(), layout=LAYOUT, native_rrf=False)
+        with pytest.raises(ModelError, match="built with test/hashed-trigrams"):
+            wrong.search(QUERY, MANAGER, SCOPE, now=NOW)
+        # demo-B's reader may read no chunk of demo-A: nothing can be checked, so nothing is
+        # taken as checked (and the cluster refuses its every search there).
+        nobody = connect(
+            settings.model_copy(update={"username": "reader-demo-B", "password": settings.password})
+        )
+        blind = HybridSearcher(nobody, OtherModel(), layout=LAYOUT, native_rrf=False)
+        try:
+            blind.check_model(MANAGER)
+        except AuthenticationError as exc:
+            assert exc.status == 403
+        assert blind._model_checked == set()
+    finally:
+        es.delete_index(f"{LAYOUT.chunks_pattern()},{LAYOUT.corpus_state}")

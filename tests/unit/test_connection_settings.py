@@ -18,6 +18,7 @@ import pytest
 import urllib3
 from pydantic import ValidationError
 
+from hybrid_es.client_options import ALLOWED_CLIENT_OPTIONS, INSTEAD
 from hybrid_es.cluster.client import (
     es_client_kwargs,
     make_client,
@@ -34,7 +35,6 @@ from hybrid_es.errors import (
     translate_es_error,
 )
 from hybrid_es.settings import (
-    REFUSED_CLIENT_OPTIONS,
     Settings,
     configuration_error,
     decode_cloud_id,
@@ -200,11 +200,16 @@ def test_a_fingerprint_that_is_not_sha256_is_named(bad):
 def test_client_options_pass_through_and_merge_last(monkeypatch):
     monkeypatch.setenv(
         "HYBRID_ES_CLIENT_OPTIONS",
-        json.dumps({"http_compress": True, "max_retries": 7, "headers": {"X-Team": "search"}}),
+        json.dumps(
+            {"http_compress": True, "max_retries": 7, "headers": {"X-Hybrid-Es-Team": "search"}}
+        ),
     )
     kwargs = es_client_kwargs(Settings())
     assert kwargs["http_compress"] is True and kwargs["max_retries"] == 7
-    assert kwargs["headers"] == {"user-agent": user_agent("elasticsearch"), "x-team": "search"}
+    assert kwargs["headers"] == {
+        "user-agent": user_agent("elasticsearch"),
+        "x-hybrid-es-team": "search",
+    }
     assert opensearch_client_kwargs(Settings())["http_compress"] is True
 
 
@@ -223,27 +228,100 @@ def test_bad_client_options_are_named(raw, says, monkeypatch):
     assert "HYBRID_ES_CLIENT_OPTIONS" in info.value.message and says in info.value.message
 
 
-@pytest.mark.parametrize("key", sorted(REFUSED_CLIENT_OPTIONS))
+@pytest.mark.parametrize("key", sorted(INSTEAD))
 def test_client_options_may_not_override_address_credentials_or_tls(key, monkeypatch):
     monkeypatch.setenv("HYBRID_ES_CLIENT_OPTIONS", json.dumps({key: "x"}))
     with pytest.raises(ConfigurationError) as info:
         Settings()
     assert repr(key) in info.value.message
-    assert REFUSED_CLIENT_OPTIONS[key] in (info.value.hint or "")
+    assert INSTEAD[key] in (info.value.hint or "")
 
 
-def test_client_options_may_not_set_an_authorization_header():
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Authorization",
+        "es-security-runas-user",  # Elasticsearch's run-as: every request as another user
+        "ES-Security-RunAs-User",
+        "opendistro_security_impersonate_as",  # OpenSearch's impersonation
+        "securitytenant",  # OpenSearch Dashboards' tenant
+        "x-proxy-user",  # OpenSearch proxy authentication (its names are configurable)
+        "x-proxy-roles",
+        "x-forwarded-for",
+        "X-Opaque-Id",
+        "ES-Secondary-Authorization",
+        "X-Team",  # harmless-looking, but outside the namespace: an allowlist, not a denylist
+        "x-hybrid-es-",  # the namespace alone is no name
+        "x-hybrid-es-team\r\nAuthorization",
+    ],
+)
+def test_client_options_may_set_no_header_outside_the_allowlist(header):
     with pytest.raises(ConfigurationError) as info:
-        Settings(client_options={"headers": {"Authorization": "Basic x"}})
-    assert "Authorization" in info.value.message
+        Settings(client_options={"headers": {header: "someone-else"}})
+    assert "HYBRID_ES_CLIENT_OPTIONS" in info.value.message and header in info.value.message
+    assert "someone-else" not in info.value.message + (info.value.hint or "")
 
 
-def test_an_option_the_client_does_not_know_is_named():
-    s = Settings(client_options={"no_such_option": 1})
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"node_class": "requests"},  # honours HTTP_PROXY: where requests go
+        {"sniff_on_start": True},  # goes wherever the nodes publish
+        {"serializer": "x"},
+        {"meta_header": False},
+        {"no_such_option": 1},
+        {"http_compress": "yes"},  # wrong type
+        {"max_retries": True},  # a boolean is not a count
+        {"node_selector_class": "my.module.Selector"},  # a class path: code from anywhere
+        {"headers": {"X-Hybrid-Es-Team": 5}},
+        {"headers": {"X-Hybrid-Es-Team": "a\r\nAuthorization: Basic eA=="}},
+    ],
+)
+def test_client_options_outside_the_allowlist_are_refused_when_settings_are_read(options):
     with pytest.raises(ConfigurationError) as info:
-        make_client(s)
-    assert "no_such_option" in info.value.message
-    assert "HYBRID_ES_CLIENT_OPTIONS" in (info.value.hint or "")
+        Settings(client_options=options)
+    assert "HYBRID_ES_CLIENT_OPTIONS" in info.value.message
+    assert next(iter(options)) in info.value.message + (info.value.hint or "")
+
+
+def test_every_allowed_client_option_is_accepted_by_a_client():
+    ok = {
+        "request_timeout": 5,
+        "max_retries": 2,
+        "retry_on_status": [502],
+        "retry_on_timeout": False,
+        "http_compress": True,
+        "connections_per_node": 4,
+        "node_selector_class": "random",
+        "randomize_nodes_in_pool": False,
+        "dead_node_backoff_factor": 0.5,
+        "max_dead_node_backoff": 10,
+        "headers": {"X-Hybrid-Es-Team": "search"},
+    }
+    assert set(ok) | {"timeout", "pool_maxsize"} == set(ALLOWED_CLIENT_OPTIONS)
+    make_client(Settings(client_options=ok))  # elasticsearch-py takes every one of them
+    os_ok = {k: v for k, v in ok.items() if k not in ("request_timeout", "connections_per_node")}
+    os_ok.update(timeout=5, pool_maxsize=4)
+    os_ok.pop("node_selector_class")
+    os_ok.pop("dead_node_backoff_factor")
+    os_ok.pop("max_dead_node_backoff")
+    os_ok.pop("randomize_nodes_in_pool")
+    from opensearchpy import OpenSearch
+
+    OpenSearch(**opensearch_client_kwargs(Settings(client_options=os_ok)))
+
+
+def test_a_client_certificate_comes_from_its_own_settings(tmp_path):
+    cert, key = tmp_path / "client.pem", tmp_path / "client.key"
+    cert.write_text("x")
+    key.write_text("y")
+    s = Settings(url="https://es:9200", client_cert=cert, client_key=key)
+    assert es_client_kwargs(s)["client_cert"] == str(cert)
+    assert opensearch_client_kwargs(s)["client_key"] == str(key)
+    with pytest.raises(ConfigurationError, match="HYBRID_ES_CLIENT_CERT"):
+        es_client_kwargs(Settings(url="https://es:9200", client_key=key))
+    with pytest.raises(ConfigurationError, match="not a file"):
+        es_client_kwargs(Settings(url="https://es:9200", client_cert=tmp_path / "none.pem"))
 
 
 # -- start-local ------------------------------------------------------------------------------

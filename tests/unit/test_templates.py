@@ -32,6 +32,7 @@ from hybrid_es.cluster.trace_storage import STREAM_TEMPLATE
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize, policy_filter
+from hybrid_es.tenancy import IndexLayout
 
 ROOT = Path(__file__).resolve().parents[2] / "es_templates"
 JSON_FILES = sorted(ROOT.rglob("*.json"))
@@ -213,7 +214,7 @@ def test_render_role_fills_the_tenant_everywhere():
 
 @pytest.mark.parametrize("tenant", ['demo"A', "demo{A", "demo}A", "demo\\A", "", " demo-A"])
 def test_render_role_refuses_unsafe_tenant_ids(tenant):
-    with pytest.raises(ConfigurationError, match="invalid tenant"):
+    with pytest.raises(ConfigurationError, match="not a valid tenant id"):
         render_role(tenant)
 
 
@@ -394,16 +395,39 @@ def test_a_vector_field_other_than_lucene_knn_is_refused_on_opensearch(field, pr
 def test_the_opensearch_role_puts_the_tenant_into_the_dls_query():
     name, role = render_role("demo-A", flavor="opensearch")
     assert name == "hybrid-es-tenant-reader-demo-A"
-    (perm,) = role["index_permissions"]
-    assert json.loads(perm["dls"]) == {"term": {"tenant": "demo-A"}}
-    assert perm["allowed_actions"] == ["read"]
-    assert set(perm["index_patterns"]) == {
-        "hybrid-es-chunks*",
-        "hybrid-es-packets*",
-        "hybrid-es-corpus-state*",
-    }
+    chunks, state = role["index_permissions"]
+    for perm in (chunks, state):
+        assert json.loads(perm["dls"]) == {"term": {"tenant": "demo-A"}}
+    assert chunks["allowed_actions"] == ["read"]
+    assert chunks["index_patterns"] == ["hybrid-es-chunks-t-demo-_a"]
+    assert state["allowed_actions"] == ["indices:data/read/get"]  # its own state by id, no search
+    assert state["index_patterns"] == ["hybrid-es-corpus-state"]
     assert TENANT_PLACEHOLDER not in json.dumps(role)
     assert backend_role("demo-A") == "hybrid-es-tenant-demo-A"
+
+
+@pytest.mark.parametrize("flavor", ["elasticsearch", "opensearch"])
+@pytest.mark.parametrize("tenant", ["demo-A", "demo-a", "t", "a.b_c-9", "demo-A1", "x" * 64])
+def test_a_reader_role_names_exactly_its_own_indices_and_no_other_tenants(tenant, flavor):
+    """Issue 23: the reader role named ``hybrid-es-chunks*``, every tenant's index. Now every
+    name is exact (no wildcard, regex or date math) and is the tenant's own, so no other
+    tenant's index (``demo-a`` beside ``demo-A``, ``demo-A1`` beside ``demo-A``) matches."""
+    layout = IndexLayout(chunks="hybrid-es-chunks", corpus_state="hybrid-es-corpus-state")
+    _, role = render_role(tenant, layout, flavor=flavor)  # type: ignore[arg-type]
+    names = (
+        [n for i in role["indices"] for n in i["names"]]
+        if flavor == "elasticsearch"
+        else [n for p in role["index_permissions"] for n in p["index_patterns"]]
+    )
+    assert names == [layout.chunks_for(tenant), layout.corpus_state]
+    for name in names:
+        assert not set(name) & set("*?/<>{}[],") and not name.startswith("_")
+
+
+def test_no_reader_role_in_the_shared_layout():
+    with pytest.raises(ConfigurationError, match="shared tenancy") as info:
+        render_role("demo-A", IndexLayout(mode="shared"))
+    assert "index-per-tenant" in (info.value.hint or "")
 
 
 def test_the_two_role_templates_grant_the_same_indices_with_the_same_filter():
