@@ -28,19 +28,21 @@ from typing import Any
 
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.trace_storage import backing_indices, get_data_stream, rollover
-from hybrid_es.errors import BadQueryError, PolicyViolationError
+from hybrid_es.errors import AuthenticationError, BadQueryError, EngineError, PolicyViolationError
 from hybrid_es.models import Principal
 from hybrid_es.tenancy import IndexLayout
 from hybrid_es.traces.storage import TraceStorage
 
 MAX_AGE = timedelta(days=36500)
-_AGE = re.compile(r"(\d{1,6})([dh])")
+_AGE = re.compile(r"([0-9]{1,6})([dh])")
+"""Matched whole (``fullmatch``) after stripping surrounding whitespace; ASCII digits only."""
 _UNITS = {"d": "days", "h": "hours"}
 
 
 def parse_age(text: str) -> timedelta:
-    """``30d`` or ``12h`` as a timedelta. Raises BadQueryError for anything else: no unit, another
-    unit, zero (which would delete every finished day) or more than 100 years."""
+    """``30d`` or ``12h`` (surrounding whitespace ignored, the unit in either case) as a
+    timedelta. Raises BadQueryError for anything else: no unit, another unit, digits other than
+    ASCII ``0-9``, zero (which would delete every finished day) or more than 100 years."""
     m = _AGE.fullmatch(text.strip().lower())
     if not m:
         raise BadQueryError(
@@ -137,8 +139,8 @@ def prune_traces(
 
     Operators only: pruning deletes every tenant's traces. ``dry_run`` reads and reports, and
     deletes nothing. Raises PolicyViolationError for anyone else, BadQueryError for an age that
-    is not positive, and the engine's errors (a user without the privilege to delete indices:
-    AuthenticationError).
+    is not positive, AuthenticationError (before anything is read or deleted) for credentials
+    that may not list the trace indices (:func:`check_can_list`), and the engine's errors.
     """
     if not principal.is_operator:
         raise PolicyViolationError(
@@ -148,6 +150,7 @@ def prune_traces(
     if older_than <= timedelta(0):
         raise BadQueryError("the age must be above zero")
     engine = as_engine(client)
+    check_can_list(engine, storage.pattern, delete=not dry_run)
     cutoff = now.astimezone(UTC) - older_than
     layout = storage.layout
     notes: list[str] = []
@@ -191,6 +194,46 @@ def prune_traces(
         rolled_over=rolled,
         notes=tuple(notes),
     )
+
+
+LIST_PRIVILEGES = ("view_index_metadata", "monitor")
+"""What listing the trace indices (and reading their ages) needs; pruning adds delete_index."""
+
+
+def check_can_list(engine: Engine, pattern: str, *, delete: bool) -> None:
+    """Raise AuthenticationError (403) unless these credentials may list (and, with ``delete``,
+    delete) every index ``pattern`` matches.
+
+    Elasticsearch resolves a wildcard to the indices a user may see, so a credential without
+    the privilege sees an empty list, and a prune would report "deleted 0, kept 0" while the
+    indices exist: an answer that looks like success. ``_has_privileges`` tells the two apart.
+    OpenSearch's security plugin refuses such a wildcard with a 403 itself; a cluster without
+    security lets anyone list."""
+    if engine.flavor == "opensearch":
+        return
+    wanted = [*LIST_PRIVILEGES, *(("delete_index",) if delete else ())]
+    try:
+        resp = engine.request(
+            "POST",
+            "/_security/user/_has_privileges",
+            body={"index": [{"names": [pattern], "privileges": wanted}]},
+            what="checking the privileges on the trace indices",
+        )
+    except EngineError as exc:
+        if exc.status in (400, 404, 405, 500) and "security" in str(exc).lower():
+            return  # security is off: every credential may list
+        raise
+    granted = resp.get("index", {}).get(pattern, {})
+    missing = [p for p in wanted if not granted.get(p)]
+    if missing:
+        who = resp.get("username") or "these credentials"
+        raise AuthenticationError(
+            f"{who} may not list the trace indices ({pattern}): lacks {', '.join(missing)} on "
+            "them, so what they hold cannot be told; nothing was deleted",
+            hint="run `hybrid-es traces prune` with the hybrid-es-admin credential "
+            "(es_templates/roles/hybrid-es-admin.json)",
+            status=403,
+        )
 
 
 def _spans(engine: Engine, stream: str) -> dict[str, IndexSpan]:

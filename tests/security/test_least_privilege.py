@@ -281,3 +281,31 @@ def test_installing_tenant_roles_needs_more_than_the_admin_role(users, settings,
         bootstrap(users.admin, caps, settings, tenants=("demo-A",))
     assert "may not install the tenant reader roles" in refused.value.message
     assert "nothing was written" in refused.value.message
+
+
+def test_prune_fails_when_its_credential_cannot_list_the_trace_indices(users, world, es):
+    """Issue 23: under a credential that cannot see the trace indices, Elasticsearch resolves
+    the pattern to nothing, and prune said "deleted 0, kept 0" and exited 0 while today's index
+    existed. It now says it could not list them (before reading or deleting anything); the
+    admin role lists and prunes."""
+    from hybrid_es.traces.retention import prune_traces
+
+    operator = Principal(tenant="ops", user_id="ops", roles=("hybrid-es-operator",))
+    if not world.storage.is_stream:
+        es.create_index(world.storage.layout.traces_on(NOW.date()))
+    for who in (users.ingest, users.app):
+        for dry_run in (True, False):
+            with pytest.raises(AuthenticationError) as refused:
+                prune_traces(
+                    who,
+                    world.storage,
+                    operator,
+                    older_than=timedelta(days=1),
+                    now=NOW,
+                    dry_run=dry_run,
+                )
+            assert refused.value.status == 403
+    report = prune_traces(
+        users.admin, world.storage, operator, older_than=timedelta(days=30), now=NOW, dry_run=True
+    )
+    assert report.kept or report.notes  # today's index (or the stream) is seen, and kept
