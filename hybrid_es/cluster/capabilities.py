@@ -38,7 +38,7 @@ from hybrid_es.settings import (
     DEFAULT_PACKETS_INDEX,
     DEFAULT_TRACES_INDEX,
 )
-from hybrid_es.tenancy import IndexLayout
+from hybrid_es.tenancy import IndexLayout, TenancyMode
 
 _PROBE_PATTERN = "hybrid-es-capability-probe-nonexistent*"
 _ANALYZERS = ("standard", "simple", "whitespace", "english", "cjk")
@@ -113,6 +113,9 @@ class Capabilities(BaseModel):
     cluster's health, cluster privilege ``monitor``)."""
     data_nodes: int | None = None
     cluster_status: str | None = None
+    tenancy: TenancyMode = "index-per-tenant"
+    """The index layout of the settings probed with: it decides whether a tenant reader
+    credential can be confined to one tenant (``IndexLayout.reader_refused_because``)."""
     """green, yellow or red (None: unknown)."""
     indices: tuple[IndexShards, ...] | None = None
     """Shards and replicas of every hybrid-es index (the chunks, packets, traces and corpus state
@@ -169,6 +172,7 @@ class Capabilities(BaseModel):
             ("analyzers", ", ".join(self.analyzers) or "unknown"),
             ("analysis profile", self.analysis_profile),
             ("roles with document-level security", yn(self.native_security_store)),
+            ("tenant reader credentials", self.reader_credentials()),
             (
                 f"privileges of {self.user or 'these credentials'}",
                 "\n".join(f"{a.command}: {a.describe()}" for a in self.privileges),
@@ -183,6 +187,13 @@ class Capabilities(BaseModel):
                 else "\n".join(i.describe() for i in self.indices) or "none yet",
             ),
         ]
+
+    def reader_credentials(self) -> str:
+        """What ``bootstrap --tenant`` makes here, or why it refuses to."""
+        why = IndexLayout(mode=self.tenancy).reader_refused_because()
+        if why:
+            return f"refused ({self.tenancy} tenancy): {why}; use index-per-tenant"
+        return "one role per tenant naming only its own chunks index (bootstrap --tenant)"
 
     def _nodes(self) -> str:
         if self.nodes is None:
@@ -222,7 +233,14 @@ def probe(
     storage, why = probe_trace_storage(engine)
     notes = [*caps.notes, why]
     topology = _topology(engine, layout, notes)
-    return caps.model_copy(update={"trace_storage": storage, "notes": tuple(notes), **topology})
+    return caps.model_copy(
+        update={
+            "trace_storage": storage,
+            "notes": tuple(notes),
+            "tenancy": layout.mode,
+            **topology,
+        }
+    )
 
 
 _SHARD_SETTINGS = "index.number_of_shards,index.number_of_replicas,index.auto_expand_replicas"

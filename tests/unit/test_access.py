@@ -213,3 +213,23 @@ def test_what_was_not_probed_says_how_to_probe_it():
         "document-level security: yes (needs platinum, enterprise or trial)\n"
         "native rrf / linear retrievers: yes (needs enterprise or trial)"
     )
+
+
+@pytest.mark.parametrize("flavor", ["elasticsearch", "opensearch"])
+def test_preflight_refuses_reader_roles_in_the_shared_layout_before_anything(flavor):
+    # Issue 23: in one shared index a reader role rests on document-level security alone,
+    # which OpenSearch's suggesters ignore and BM25 statistics cross on both engines.
+    shared = IndexLayout(mode="shared")
+    with pytest.raises(ConfigurationError) as refused:
+        preflight(_caps(flavor=flavor), ("demo-A",), shared)
+    assert "shared tenancy" in refused.value.message
+    assert "nothing was written" in refused.value.message
+    assert "index-per-tenant" in (refused.value.hint or "")
+    assert preflight(_caps(flavor=flavor), (), shared) == ""  # no reader asked for: fine
+
+
+def test_the_capability_report_says_whether_reader_credentials_can_be_made():
+    rows = dict(_caps().rows())
+    assert rows["tenant reader credentials"].startswith("one role per tenant")
+    shared = dict(_caps().model_copy(update={"tenancy": "shared"}).rows())
+    assert shared["tenant reader credentials"].startswith("refused (shared tenancy)")
