@@ -29,7 +29,13 @@ def capabilities(
     from hybrid_es.cluster.capabilities import probe
 
     s = settings()
-    caps = probe(client(s), writes=probe_writes, layout=s.layout())
+    caps = probe(
+        client(s),
+        writes=probe_writes,
+        layout=s.layout(),
+        fusion=s.fusion,
+        fusion_method=s.fusion_method,
+    )
     if as_json:
         emit_json(caps.model_dump())
         return

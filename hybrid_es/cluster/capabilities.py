@@ -113,6 +113,10 @@ class Capabilities(BaseModel):
     cluster's health, cluster privilege ``monitor``)."""
     data_nodes: int | None = None
     cluster_status: str | None = None
+    fusion: str = "auto"
+    """The configured fusion mode (``HYBRID_ES_FUSION``: auto, native or client)."""
+    fusion_method: str = "linear"
+    """The configured fusion method (``HYBRID_ES_FUSION_METHOD``: linear or rrf)."""
     tenancy: TenancyMode = "index-per-tenant"
     """The index layout of the settings probed with: it decides whether a tenant reader
     credential can be confined to one tenant (``IndexLayout.reader_refused_because``)."""
@@ -133,11 +137,35 @@ class Capabilities(BaseModel):
         """``full`` (english + cjk) where analysis-common is there, else ``standard``."""
         return "full" if {"english", "cjk"} <= set(self.analyzers) else "standard"
 
+    def native_fusion(self, method: str) -> bool:
+        """Whether searches fuse ``method`` (``rrf`` or ``linear``) in the cluster. Never
+        ``linear`` on Elasticsearch: its ``linear`` retriever normalises min-max differently
+        from hybrid-es, so the searcher fuses it client-side even where the retriever exists."""
+        if method == "rrf":
+            return self.native_rrf
+        return self.flavor == "opensearch" and self.linear_retriever
+
+    def path_for(self, method: str) -> str:
+        """The path a search with ``method`` takes here under the configured ``fusion`` mode
+        (what ``HybridSearcher`` chooses: ``SearchResponse.fusion_path``)."""
+        native = self.native_fusion(method)
+        if self.fusion == "client" or (self.fusion == "auto" and not native):
+            return f"client-{method} (msearch)"
+        if not native:
+            return f"refused: native {method} requested (HYBRID_ES_FUSION=native), not available"
+        return f"native-{method}" + (" (hybrid query)" if self.flavor == "opensearch" else "")
+
     @property
     def fusion_path(self) -> str:
-        if self.native_rrf:
-            return "native-rrf (hybrid query)" if self.flavor == "opensearch" else "native-rrf"
-        return "client-rrf (msearch)"
+        """The path of searches with the configured fusion method."""
+        return self.path_for(self.fusion_method)
+
+    def _fusion_rows(self) -> str:
+        other = "rrf" if self.fusion_method == "linear" else "linear"
+        return (
+            f"{self.fusion_path}, the configured {self.fusion_method} "
+            f"(HYBRID_ES_FUSION={self.fusion})\n{other}: {self.path_for(other)}"
+        )
 
     def rows(self) -> list[tuple[str, str]]:
         """The report as (capability, value) rows for a table."""
@@ -165,8 +193,8 @@ class Capabilities(BaseModel):
             ("licence matrix", "\n".join(_licence_line(r) for r in self.licence)),
             ("security", "on" if self.security_enabled else "off"),
             ("native rrf", yn(self.native_rrf)),
-            ("native min-max linear", yn(self.linear_retriever)),
-            ("fusion path", self.fusion_path),
+            ("native min-max linear", yn(self.native_fusion("linear"))),
+            ("fusion path", self._fusion_rows()),
             ("knn / vectors", yn(self.knn)),
             ("vector index types", NOT_PROBED if options is None else ", ".join(options) or "none"),
             ("analyzers", ", ".join(self.analyzers) or "unknown"),
@@ -209,12 +237,18 @@ def _licence_line(row: LicenceRow) -> str:
 
 
 def probe(
-    engine: Engine, *, writes: bool = False, layout: IndexLayout | None = None
+    engine: Engine,
+    *,
+    writes: bool = False,
+    layout: IndexLayout | None = None,
+    fusion: str = "auto",
+    fusion_method: str = "linear",
 ) -> Capabilities:
     """Probe the cluster behind ``engine`` (see :func:`hybrid_es.connect`) with read APIs only;
     ``writes=True`` also settles what only a write can (vector index types, the role store) with
     probe objects that it removes. ``layout`` names the indices whose privileges are checked
-    (default: the default index names).
+    (default: the default index names); ``fusion`` and ``fusion_method`` are the configured
+    ones, whose path the report states.
 
     Raises:
         EngineUnavailableError / AuthenticationError: the cluster cannot be reached or refuses the
@@ -238,6 +272,8 @@ def probe(
             "trace_storage": storage,
             "notes": tuple(notes),
             "tenancy": layout.mode,
+            "fusion": fusion,
+            "fusion_method": fusion_method,
             **topology,
         }
     )

@@ -105,3 +105,42 @@ def test_cli_capabilities_json_carries_the_same():
         "native rrf / linear retrievers",
     }
     assert {a["command"] for a in report["privileges"]} >= {"bootstrap", "search"}
+
+
+@pytest.mark.parametrize("method", ["linear", "rrf"])
+@pytest.mark.parametrize("fusion", ["auto", "client"])
+def test_the_report_states_the_path_searches_take(es, fresh_indices, method, fusion):
+    """Issue 25: the report said ``client-rrf`` while every search ran ``client-linear`` (the
+    default fusion). It now states the path of the configured fusion, and it is the path a
+    search with that configuration takes on this engine."""
+    from datetime import UTC, date, datetime
+
+    from hybrid_es.cluster.corpus_state import CorpusState
+    from hybrid_es.ingest.indexer import Ingestor
+    from hybrid_es.models import Principal, RequestScope
+    from hybrid_es.retrieval.searcher import HybridSearcher
+    from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+
+    embedder = HashEmbedder()
+
+    now = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+    state = CorpusState(es, fresh_indices["corpus_state"])
+    ingest_as_owners(
+        Ingestor(es, embedder, index=fresh_indices["chunks"], corpus_state=state),
+        travel_documents(),
+        now=now,
+    )
+    caps = probe(es, fusion=fusion, fusion_method=method)
+    searcher = HybridSearcher(
+        es,
+        embedder,
+        index=fresh_indices["chunks"],
+        corpus_state_index=fresh_indices["corpus_state"],
+        fusion=fusion,
+        fusion_method=method,
+    )
+    agent = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+    stay = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
+    taken = searcher.search("KYO-H12 April roll-in shower rate", agent, stay, now=now)
+    assert caps.fusion_path.split(" ")[0] == taken.fusion_path
+    assert dict(caps.rows())["fusion path"].startswith(taken.fusion_path)
