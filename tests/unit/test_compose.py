@@ -91,6 +91,8 @@ def test_setup_service_bootstraps_against_the_stack(compose):
     command = " ".join(setup["command"])
     assert "hybrid-es bootstrap" in command
     assert "--kibana http://kibana:5601" in command
+    # The command line needs its own extra (typer, rich): without it `hybrid-es` exits 78.
+    assert "'/tmp/app[cli]'" in command
     assert setup["environment"]["HYBRID_ES_URL"] == "http://elasticsearch:9200"
     # The password must come from the same variable as the one Elasticsearch is started with.
     es_password = compose["services"]["elasticsearch"]["environment"]["ELASTIC_PASSWORD"]
