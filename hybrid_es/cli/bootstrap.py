@@ -62,6 +62,14 @@ def bootstrap(
     tenant: Annotated[
         list[str] | None, typer.Option(help="Install the reader role for a tenant.")
     ] = None,
+    roles: Annotated[
+        bool,
+        typer.Option(
+            "--roles",
+            help="Install the least-privilege roles hybrid-es-admin, -ingest and -app "
+            "(needs a security administrator's credential).",
+        ),
+    ] = False,
     kibana: Annotated[
         str | None,
         typer.Option(
@@ -86,7 +94,9 @@ def bootstrap(
     # Read-only: bootstrap's own preflight (privileges, licence) runs before its first write.
     caps = probe(es, layout=s.layout())
     try:
-        report = run_bootstrap(es, caps, s, force=force, check=check, tenants=tuple(tenant or ()))
+        report = run_bootstrap(
+            es, caps, s, force=force, check=check, tenants=tuple(tenant or ()), roles=roles
+        )
     except TemplateConflictError as exc:
         for name, d in exc.diffs.items():
             err_console.print(f"[bold]{name}[/bold] differs:")
@@ -94,9 +104,7 @@ def bootstrap(
         raise
     skipped = sorted({a.diff for a in report.actions if a.status == "skipped"})
     for why in skipped:  # on stderr, so that --json shows it too
-        err_console.print(
-            f"warning: tenant reader roles skipped: {why}", markup=False, soft_wrap=True
-        )
+        err_console.print(f"warning: roles skipped: {why}", markup=False, soft_wrap=True)
     imported = None
     if kibana and not check:
         from hybrid_es.cluster.kibana import import_saved_objects

@@ -15,8 +15,9 @@ from typing import Any, Literal
 from hybrid_es.cluster.access import access_of
 from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine, as_engine
-from hybrid_es.cluster.security import install_tenant_reader
+from hybrid_es.cluster.security import install_deployment_roles, install_tenant_reader
 from hybrid_es.cluster.templates import (
+    DEPLOYMENT_ROLES,
     HASH_KEY,
     READER_HINT,
     Flavor,
@@ -133,6 +134,7 @@ def bootstrap(
     force: bool = False,
     check: bool = False,
     tenants: tuple[str, ...] = (),
+    roles: bool = False,
     create_indices: bool = True,
 ) -> BootstrapReport:
     """Install templates (and indices, and tenant roles where the cluster stores roles).
@@ -147,7 +149,7 @@ def bootstrap(
     be used; TemplateConflictError when an installed template differs and ``force`` is not set.
     """
     engine = as_engine(client, url=settings.redacted_url())
-    skip_roles = "" if check else preflight(caps, tenants, settings.layout())
+    skip_roles = "" if check else preflight(caps, tenants, settings.layout(), roles=roles)
     templates = templates_for(caps, settings)
     actions = plan(engine, templates, force=force)
     report = BootstrapReport(actions)
@@ -171,6 +173,14 @@ def bootstrap(
             _install(engine, a.template)
     if create_indices:
         _plan_indices(engine, settings, report, apply=True, traces=caps.trace_storage)
+    if roles:
+        if skip_roles:
+            report.actions += [Action("role", n, "skipped", skip_roles) for n in DEPLOYMENT_ROLES]
+        else:
+            for kind, name in install_deployment_roles(
+                engine, settings.layout(), settings.templates_dir
+            ):
+                report.actions.append(Action(kind, name, "update"))
     for tenant in tenants:
         if skip_roles:
             report.actions.append(Action("role", role_name(tenant), "skipped", skip_roles))
@@ -184,7 +194,11 @@ def bootstrap(
 
 
 def preflight(
-    caps: Capabilities, tenants: tuple[str, ...] = (), layout: IndexLayout | None = None
+    caps: Capabilities,
+    tenants: tuple[str, ...] = (),
+    layout: IndexLayout | None = None,
+    *,
+    roles: bool = False,
 ) -> str:
     """The checks of a bootstrap that need no request beyond the probe, run before its first
     write. Returns why the tenant reader roles will be skipped ("" when they will be installed,
@@ -214,23 +228,23 @@ def preflight(
             raise ConfigurationError(
                 f"{exc}; nothing was written", hint="pass a valid tenant id to --tenant"
             ) from exc
-    if not tenants:
+    if not tenants and not roles:
         return ""
     why = (layout or IndexLayout()).reader_refused_because()
-    if why:
+    if tenants and why:
         raise ConfigurationError(
             f"no tenant reader credentials: {why}; nothing was written", hint=READER_HINT
         )
     skip = roles_skipped_because(caps)
     if skip:
         return skip
-    roles = access_of(caps.privileges, "bootstrap --tenant")
-    if roles.allowed is False:
+    may = access_of(caps.privileges, "bootstrap --tenant")
+    if may.allowed is False:
         raise AuthenticationError(
-            f"{who} may not install the tenant reader roles: lacks "
-            f"{'; '.join(roles.missing)}; nothing was written",
+            f"{who} may not install the {'tenant reader ' if tenants else ''}roles: lacks "
+            f"{'; '.join(may.missing)}; nothing was written",
             hint="rerun with a security administrator's credential, or bootstrap without "
-            "--tenant and install the roles (es_templates/roles) another way",
+            "--tenant/--roles and install the roles (es_templates/roles) another way",
             status=403,
         )
     return ""

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.cluster.templates import backend_role, render_role
+from hybrid_es.cluster.templates import (
+    DEPLOYMENT_ROLES,
+    backend_role,
+    render_deployment_role,
+    render_role,
+)
 from hybrid_es.errors import EngineError
 from hybrid_es.tenancy import IndexLayout
 
@@ -38,6 +43,25 @@ def install_tenant_reader(
         mapping["backend_roles"].append(wanted)
     engine.request("PUT", f"{_OS_API}/rolesmapping/{name}", body=mapping, what="mapping a role")
     return [("role", name), ("role mapping", f"{name} <- backend role {wanted}")]
+
+
+def install_deployment_roles(
+    engine: Engine, layout: IndexLayout, directory: Path | None = None
+) -> list[tuple[str, str]]:
+    """Install (or overwrite) the least-privilege roles ``hybrid-es-admin``, ``-ingest`` and
+    ``-app`` on ``layout``'s index names; the (kind, name) of what was written. Users, API keys
+    and mappings to them are the deployment's (README "Deploy with least privilege")."""
+    out = []
+    for name in DEPLOYMENT_ROLES:
+        body = render_deployment_role(name, layout, directory=directory, flavor=engine.flavor)
+        path = (
+            f"{_OS_API}/roles/{name}"
+            if engine.flavor == "opensearch"
+            else f"/_security/role/{name}"
+        )
+        engine.request("PUT", path, body=body, what="installing a role")
+        out.append(("role", name))
+    return out
 
 
 def _os_mapping(engine: Engine, name: str) -> dict[str, Any]:

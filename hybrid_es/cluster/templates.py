@@ -325,6 +325,51 @@ def render_role(
     return role_name(tenant), body
 
 
+DEPLOYMENT_ROLES = ("hybrid-es-admin", "hybrid-es-ingest", "hybrid-es-app")
+"""The least-privilege roles of a deployment, one per process kind (README "Deploy with least
+privilege"); ``bootstrap --roles`` installs them."""
+_DEFAULT_PREFIXES = (
+    ("hybrid-es-corpus-state", "corpus_state"),
+    ("hybrid-es-chunks", "chunks"),
+    ("hybrid-es-packets", "packets"),
+    ("hybrid-es-traces", "traces"),
+)
+
+
+def render_deployment_role(
+    name: str,
+    layout: IndexLayout | None = None,
+    *,
+    directory: Path | None = None,
+    flavor: Flavor = "elasticsearch",
+) -> dict[str, Any]:
+    """The body of one of :data:`DEPLOYMENT_ROLES` in the engine's format, its index patterns
+    moved onto ``layout``'s index names (``hybrid-es-chunks*`` -> ``<chunks>*``). Raises
+    ConfigurationError for a name that is not one of them."""
+    if name not in DEPLOYMENT_ROLES:
+        raise ConfigurationError(
+            f"{name!r} is not a hybrid-es role", hint=f"one of {', '.join(DEPLOYMENT_ROLES)}"
+        )
+    layout = layout or IndexLayout()
+    root = templates_dir(directory)
+    path = root / ("opensearch/roles" if flavor == "opensearch" else "roles") / f"{name}.json"
+    body = _read(path)
+    key = "index_permissions" if flavor == "opensearch" else "indices"
+    names = "index_patterns" if flavor == "opensearch" else "names"
+    for entry in body.get(key, []):
+        entry[names] = [_on_layout(pattern, layout) for pattern in entry[names]]
+    if flavor == "elasticsearch":
+        body.pop("description", None)
+    return body
+
+
+def _on_layout(pattern: str, layout: IndexLayout) -> str:
+    for prefix, attr in _DEFAULT_PREFIXES:
+        if pattern.startswith(prefix):
+            return str(getattr(layout, attr)) + pattern[len(prefix) :]
+    return pattern
+
+
 def role_name(tenant: str) -> str:
     return f"hybrid-es-tenant-reader-{tenant}"
 

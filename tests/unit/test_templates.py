@@ -10,6 +10,7 @@ import pytest
 
 from hybrid_es.cluster.templates import (
     ANALYSIS_TEMPLATE,
+    DEPLOYMENT_ROLES,
     HASH_KEY,
     PIPELINES,
     TENANT_PLACEHOLDER,
@@ -22,6 +23,7 @@ from hybrid_es.cluster.templates import (
     load_templates,
     merge_patch,
     pipeline_definition,
+    render_deployment_role,
     render_role,
     templates_dir,
     vector_dims,
@@ -479,3 +481,20 @@ def test_the_rank_constant_moves_into_the_combination_for_opensearch_3():
     # linear fusion's weights stay in the parameters on every version
     lin = pipeline_definition("linear", rank_constant=7, alpha=0.5, rank_constant_at="combination")
     assert adapt_pipeline(lin, "parameters") == lin
+
+
+@pytest.mark.parametrize("flavor", ["elasticsearch", "opensearch"])
+def test_deployment_roles_follow_the_configured_index_names(flavor):
+    layout = IndexLayout(
+        chunks="acme-chunks", packets="acme-packets", traces="acme-traces", corpus_state="acme-cs"
+    )
+    for name in DEPLOYMENT_ROLES:
+        body = render_deployment_role(name, layout, flavor=flavor)  # type: ignore[arg-type]
+        entries = body["index_permissions" if flavor == "opensearch" else "indices"]
+        patterns = [
+            p for e in entries for p in e["index_patterns" if flavor == "opensearch" else "names"]
+        ]
+        assert patterns and all(p.startswith("acme-") for p in patterns), patterns
+        assert render_deployment_role(name, flavor=flavor) != body  # the default names differ
+    with pytest.raises(ConfigurationError, match="not a hybrid-es role"):
+        render_deployment_role("superuser")
