@@ -1,4 +1,10 @@
-"""What every CLI module shares: consoles, settings, the client, JSON output."""
+"""What every CLI module shares: consoles, settings, the client, JSON output, and the one way
+untrusted text reaches the terminal.
+
+Records and caller inputs are printed only through :func:`safe` (tables, titles, lines) and
+:func:`emit_json`: control characters, escape sequences and bidi controls show as visible escapes
+(``hybrid_es.textsafe``), never raw, and no record is ever read as rich markup.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from hybrid_es.settings import Settings
+from hybrid_es.textsafe import json_visible, one_line, visible
 
 console = Console()
 err_console = Console(stderr=True)
@@ -53,10 +62,9 @@ class _WarningLine(logging.Handler):
     """hybrid-es's WARNING log records as ``warning: ...`` lines on stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        from rich.text import Text
-
         err_console.print(
-            Text.assemble(("warning: ", "yellow"), record.getMessage()), highlight=False
+            Text.assemble(("warning: ", "yellow"), safe(record.getMessage(), lines=True)),
+            highlight=False,
         )
 
 
@@ -77,7 +85,31 @@ def client(s: Settings) -> Any:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+    """``data`` as JSON on stdout: other scripts as they are, but every control, bidi and format
+    character as a ``\\u`` escape (``textsafe.json_visible``), so a reader gets the exact
+    strings back and a terminal gets nothing it would act on."""
+    text = json.dumps(data, indent=2, default=str, ensure_ascii=False)
+    sys.stdout.write(json_visible(text) + "\n")
+
+
+def safe(value: object, *, lines: bool = False, style: str = "") -> Text:
+    """``str(value)`` as rich text to print: a table cell, a title, a line. Every control
+    character, escape sequence, bidi control and invisible format character shows as a visible
+    escape (``textsafe.one_line``, or ``textsafe.visible`` with ``lines``, which keeps line
+    breaks), and a Text is printed as it is, so a record's ``[bold]`` or ``:warning:`` is never
+    read as rich markup or an emoji code."""
+    text = str(value)
+    return Text(visible(text) if lines else one_line(text), style=style)
+
+
+def title(text: str) -> Text:
+    """A table title through :func:`safe`, in the style rich gives a title written as a str."""
+    return safe(text, style="table.title")
+
+
+def add_row(table: Table, *cells: object) -> None:
+    """A row of ``table`` with every cell through :func:`safe`."""
+    table.add_row(*(safe(c) for c in cells))
 
 
 def bad(option: str, message: str) -> typer.BadParameter:
@@ -241,12 +273,10 @@ def make_searcher(
     return searcher
 
 
-def hits_table(title: str) -> Any:
+def hits_table(heading: str) -> Table:
     """The one hit table of ``search`` and ``traces show``: rank, chunk, version, per-leg ranks,
-    fused and rerank scores, authorization."""
-    from rich.table import Table
-
-    t = Table(title=title)
+    fused and rerank scores, authorization. Fill it with :func:`add_row`."""
+    t = Table(title=title(heading))
     t.add_column("#", justify="right")
     t.add_column("chunk", no_wrap=True)
     for name in ("ver", "sparse", "dense", "fused", "rerank"):
@@ -268,12 +298,13 @@ class RichProgress:
             TimeElapsedColumn,
         )
 
+        # Labels and notes are plain text (one_line in stage and update), never markup.
         self._bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[note]}"),
+            TextColumn("{task.fields[note]}", markup=False),
             console=err_console,
             disable=disable,
         )
@@ -286,7 +317,8 @@ class RichProgress:
         self._bar.__exit__(None, None, None)
 
     def stage(self, label: str, total: int | None = None, note: str = "") -> _RichStage:
-        return _RichStage(self._bar, self._bar.add_task(label, total=total, note=note))
+        task = self._bar.add_task(one_line(label), total=total, note=one_line(note))
+        return _RichStage(self._bar, task)
 
 
 class _RichStage:
@@ -297,7 +329,7 @@ class _RichStage:
         self._bar.advance(self._task, n)
 
     def update(self, *, completed: int, total: int | None = None, note: str = "") -> None:
-        fields: dict[str, Any] = {"completed": completed, "note": note}
+        fields: dict[str, Any] = {"completed": completed, "note": one_line(note)}
         if total is not None:
             fields["total"] = total
         self._bar.update(self._task, **fields)

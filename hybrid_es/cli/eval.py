@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.common import RichProgress, client, console, emit_json, safe, settings, title
 from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
 
 MAX_FAILURES_SHOWN = 10
@@ -118,7 +118,7 @@ def _print(name: str, results: list[Any], machine: str) -> None:
 
     names = list(results[0].metrics) if results else list(METRICS)
 
-    t = Table(title=f"{name}: quality")
+    t = Table(title=title(f"{name}: quality"))
     t.add_column("pipeline")
     for m in (*names, "fail@20", "failed"):
         t.add_column(m, justify="right")
@@ -132,10 +132,12 @@ def _print(name: str, results: list[Any], machine: str) -> None:
     console.print(t)
     for r in results:
         for f in r.failures[:MAX_FAILURES_SHOWN]:
+            # The query id and message come from the dataset and the cluster: through safe().
             console.print(
-                f"[yellow]{escape(r.name)}: query {escape(f.query_id)} failed[/yellow] "
-                f"({f.error}: {escape(f.message)}); scored as an empty ranking",
-                highlight=False,
+                Text.assemble(
+                    safe(f"{r.name}: query {f.query_id} failed", style="yellow"),
+                    safe(f" ({f.error}: {f.message}); scored as an empty ranking"),
+                )
             )
         if r.failed > MAX_FAILURES_SHOWN:
             console.print(f"{r.name}: {r.failed - MAX_FAILURES_SHOWN} more failed (see --json)")

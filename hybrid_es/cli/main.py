@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from hybrid_es.cli.common import err_console
+from hybrid_es.cli.common import err_console, safe
 from hybrid_es.cli.exits import ExitCode, exit_code_for, help_text
 from hybrid_es.errors import HybridEsError
 
@@ -82,7 +82,7 @@ def main() -> None:
         if callable(show):
             show()
         else:
-            err_console.print(Text(f"error: {exc.format_message()}"), highlight=False)
+            err_console.print(safe(f"error: {exc.format_message()}", lines=True))
         # Click's usage status is 2; ours is Elasticsearch's (64).
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except Exception as exc:
@@ -94,13 +94,14 @@ def main() -> None:
 def _report(exc: BaseException) -> None:
     """Print ``exc`` as ``error:`` and ``hint:`` lines and exit with its status."""
     code = exit_code_for(exc)
+    # A message may quote what the caller gave or the cluster said: shown through safe().
     if isinstance(exc, HybridEsError):
-        err_console.print(Text.assemble(("error: ", "red"), exc.message), highlight=False)
+        err_console.print(Text.assemble(("error: ", "red"), safe(exc.message, lines=True)))
         if exc.hint:
-            err_console.print(Text(f"hint: {exc.hint}", style="dim"), highlight=False)
+            err_console.print(safe(f"hint: {exc.hint}", lines=True, style="dim"))
     else:  # the unexpected: a bug
         err_console.print(
-            Text.assemble(("error: ", "red"), f"{type(exc).__name__}: {exc}"), highlight=False
+            Text.assemble(("error: ", "red"), safe(f"{type(exc).__name__}: {exc}", lines=True))
         )
         err_console.print(Text("hint: rerun with --debug for the traceback", style="dim"))
     sys.exit(code)

@@ -27,13 +27,16 @@ from hybrid_es.cli.common import (
     Stay,
     Tenant,
     User,
+    add_row,
     client,
     console,
     emit_json,
     make_principal,
     make_scope,
     make_searcher,
+    safe,
     settings,
+    title,
     tracer,
 )
 
@@ -57,7 +60,7 @@ def _service(*, warm: bool = True) -> Any:
 
 
 def _print_manifest(m: Any, withheld: int = 0) -> None:
-    t = Table(title=f"{m.packet_id} ({m.status})")
+    t = Table(title=title(f"{m.packet_id} ({m.status})"))
     t.add_column("field")
     t.add_column("value")
     for k in (
@@ -69,28 +72,28 @@ def _print_manifest(m: Any, withheld: int = 0) -> None:
         "assembled_at",
         "expires_at",
     ):
-        t.add_row(k, Text(str(getattr(m, k))))
-    t.add_row("query_scope", Text(f"{m.query_scope.label}: {m.query_scope.query!r}"))
-    t.add_row("unresolved", Text(", ".join(m.unresolved) or "-"))
-    t.add_row("superseded_by", Text(m.superseded_by or "-"))
+        add_row(t, k, getattr(m, k))
+    add_row(t, "query_scope", f"{m.query_scope.label}: {m.query_scope.query!r}")
+    add_row(t, "unresolved", ", ".join(m.unresolved) or "-")
+    add_row(t, "superseded_by", m.superseded_by or "-")
     if withheld:
-        t.add_row("withheld", f"{withheld} member(s) the caller may no longer see")
+        add_row(t, "withheld", f"{withheld} member(s) the caller may no longer see")
     console.print(t)
     mt = Table(title="members")
     for c in ("section", "source_id", "version", "chunk"):
         mt.add_column(c)
     for mem in m.members:
-        mt.add_row(Text(mem.section), Text(mem.source_id), str(mem.version), Text(mem.chunk_id))
+        add_row(mt, mem.section, mem.source_id, mem.version, mem.chunk_id)
     console.print(mt)
 
 
 def _print_verdict(pid: str, v: Any) -> None:
     style = {"reuse": "green", "refresh_required": "yellow"}.get(v.kind, "red")
-    console.print(Text.assemble(f"{pid}: ", (v.kind, style)))
+    console.print(Text.assemble(safe(f"{pid}: "), safe(v.kind, style=style)))
     for r in v.reasons:
-        console.print(f"  - {r}", markup=False)
+        console.print(safe(f"  - {r}"))
     if v.discard:
-        console.print(f"  discard: {', '.join(v.discard)}", markup=False)
+        console.print(safe(f"  discard: {', '.join(v.discard)}"))
 
 
 @app.command()
@@ -252,8 +255,10 @@ def render(
     elif r is None:
         _print_verdict(packet_id, v)
     else:
-        console.print(r.text, markup=False, highlight=False)
-        console.print(Text(f"{r.tokens} tokens; cut: {', '.join(r.cut) or 'nothing'}", "dim"))
+        # Already made visible by the renderer; safe() again leaves it unchanged (idempotent)
+        # and guarantees that nothing the CLI adds is printed raw.
+        console.print(safe(r.text, lines=True))
+        console.print(safe(f"{r.tokens} tokens; cut: {', '.join(r.cut) or 'nothing'}", style="dim"))
     if r is None:
         raise typer.Exit(3)
 
@@ -280,15 +285,16 @@ def stats(
         emit_json(out)
         return
     who = f"{tenant}" if operator else f"{tenant}/{user}"
-    t = Table(title=f"packet operations of {who} (from traces)")
+    t = Table(title=title(f"packet operations of {who} (from traces)"))
     t.add_column("what")
     t.add_column("value", justify="right")
     rate = out["reuse_rate"]
-    t.add_row("reuse rate", "-" if rate is None else f"{rate:.1%}")
+    add_row(t, "reuse rate", "-" if rate is None else f"{rate:.1%}")
     for k, v in out["verdicts"].items():
-        t.add_row(Text(f"verdict {k}"), str(v))
+        add_row(t, f"verdict {k}", v)
     for op, d in out["latency_ms"].items():
-        t.add_row(
+        add_row(
+            t,
             f"{op} p50 / p95 ms (n={d['count']})",
             "-" if d["p50"] is None else f"{d['p50']:.0f} / {d['p95']:.0f}",
         )

@@ -19,12 +19,14 @@ from hybrid_es.cli.common import (
     Stay,
     Tenant,
     User,
+    add_row,
     console,
     emit_json,
     hits_table,
     make_principal,
     make_scope,
     make_searcher,
+    safe,
     settings,
 )
 
@@ -75,18 +77,19 @@ def search(
         return
     t = hits_table(f"{query!r} as {tenant}/{user}")
     for h in resp.hits:
-        t.add_row(
-            str(h.final_rank),
+        add_row(
+            t,
+            h.final_rank,
             h.chunk_id,
-            str(h.source_version),
-            str(h.sparse_rank or "-"),
-            str(h.dense_rank or "-"),
+            h.source_version,
+            h.sparse_rank or "-",
+            h.dense_rank or "-",
             f"{h.fused_score:.6f}",
             "-" if h.rerank_score is None else f"{h.rerank_score:.3f}",
             h.authorization.short(),
         )
     console.print(t)
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
-    console.print(f"fusion: {resp.fusion_path} ({resp.fusion_reason})", markup=False)
-    console.print(f"rerank: {resp.rerank_note}", markup=False)
+    console.print(safe(f"fusion: {resp.fusion_path} ({resp.fusion_reason})"))
+    console.print(safe(f"rerank: {resp.rerank_note}"))
     console.print(f"candidates: {resp.candidates}; {timing} (model load {load_ms:.0f} ms, once)")

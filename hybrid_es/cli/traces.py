@@ -12,17 +12,19 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
-from rich.text import Text
 
 from hybrid_es.cli.common import (
     User,
+    add_row,
     bad,
     client,
     console,
     emit_json,
     hits_table,
     make_principal,
+    safe,
     settings,
+    title,
 )
 from hybrid_es.traces.documents import NS, STAGES, value_at
 from hybrid_es.traces.reader import ID_CHARS, TraceReader
@@ -85,7 +87,7 @@ def tail(
         emit_json(docs)
         return
     who = (tenant or "every tenant") if operator else f"{tenant}/{user}"
-    t = Table(title=f"last {len(docs)} trace(s) in {reader.index} for {who}")
+    t = Table(title=title(f"last {len(docs)} trace(s) in {reader.index} for {who}"))
     for name, justify in [
         ("time (UTC)", "left"),
         ("trace", "left"),
@@ -99,7 +101,7 @@ def tail(
     ]:
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for d in docs:
-        t.add_row(*(Text(v) for v in _row(d)))
+        add_row(t, *_row(d))
     console.print(t)
     if not docs:
         console.print("no traces yet: searches write them once tracing is enabled", style="dim")
@@ -183,14 +185,14 @@ SHOWN = (
 
 
 def _print_trace(doc: dict[str, Any]) -> None:
-    head = Table(title=f"trace {_v(doc, 'trace.id') or ''}", show_header=False)
+    head = Table(title=title(f"trace {_v(doc, 'trace.id') or ''}"), show_header=False)
     head.add_column("field")
     head.add_column("value")
     for key in SHOWN:
         value = _v(doc, key)
         if value not in (None, "", []):
             text = "; ".join(map(str, value)) if isinstance(value, list) else str(value)
-            head.add_row(Text(key), Text(text))
+            add_row(head, key, text)
     console.print(head)
 
     latency = _v(doc, f"{NS}.latency_ms") or {}
@@ -199,27 +201,23 @@ def _print_trace(doc: dict[str, Any]) -> None:
         stages = [s for s in STAGES if s in latency]
         for s in stages:
             lt.add_column(s, justify="right")
-        lt.add_row(*(f"{latency[s]:.1f}" for s in stages))
+        add_row(lt, *(f"{latency[s]:.1f}" for s in stages))
         console.print(lt)
 
     candidates = _v(doc, f"{NS}.candidates") or []
     if candidates:
         ct = hits_table(f"{len(candidates)} hit(s)")
         for c in sorted(candidates, key=lambda c: c.get("final_rank", 0)):
-            ct.add_row(
-                *(
-                    Text(v)
-                    for v in (
-                        str(c.get("final_rank", "")),
-                        str(c.get("chunk_id", "")),
-                        str(c.get("source_version", "")),
-                        _opt(c.get("sparse_rank")),
-                        _opt(c.get("dense_rank")),
-                        _opt(c.get("fused_score"), "{:.6f}"),
-                        _opt(c.get("rerank_score"), "{:.3f}"),
-                        str(c.get("authorization", "")),
-                    )
-                )
+            add_row(
+                ct,
+                c.get("final_rank", ""),
+                c.get("chunk_id", ""),
+                c.get("source_version", ""),
+                _opt(c.get("sparse_rank")),
+                _opt(c.get("dense_rank")),
+                _opt(c.get("fused_score"), "{:.6f}"),
+                _opt(c.get("rerank_score"), "{:.3f}"),
+                c.get("authorization", ""),
             )
         console.print(ct)
 
@@ -274,14 +272,15 @@ def prune(
         return
     verb = "would delete" if dry_run else "deleted"
     console.print(
-        f"traces older than {report.cutoff} ({report.storage}): {verb} "
-        f"{len(report.deleted)} index(es), kept {len(report.kept)}",
-        markup=False,
+        safe(
+            f"traces older than {report.cutoff} ({report.storage}): {verb} "
+            f"{len(report.deleted)} index(es), kept {len(report.kept)}"
+        )
     )
     for name in report.deleted:
-        console.print(f"  {verb}: {name}", markup=False)
+        console.print(safe(f"  {verb}: {name}"))
     if report.rolled_over:
         roll = "would roll over" if dry_run else "rolled over"
-        console.print(f"  {roll} the data stream (its write index {report.rolled_over})")
+        console.print(safe(f"  {roll} the data stream (its write index {report.rolled_over})"))
     for note in report.notes:
-        console.print(f"  note: {note}", style="dim", markup=False, highlight=False)
+        console.print(safe(f"  note: {note}", style="dim"))

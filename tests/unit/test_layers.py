@@ -12,7 +12,7 @@ The layers, top to bottom (each may import its own layer and any layer below it)
     ingest      documents, loaders, chunking, context headers, the indexer
     retrieval   policy, queries, fusion, the searcher, embedder and cross-encoder, text analysis
     cluster     client, templates, bootstrap, capabilities, Kibana, corpus state
-    ground      models, errors, settings, identity, hashing, tenancy
+    ground      models, errors, settings, identity, hashing, tenancy, textsafe, client_options
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
 dependency), and the module graph must have no cycle.
@@ -36,7 +36,16 @@ LAYERS = [
     "cluster",
     "ground",
 ]
-GROUND = {"models", "errors", "settings", "identity", "hashing", "tenancy"}
+GROUND = {
+    "models",
+    "errors",
+    "settings",
+    "identity",
+    "hashing",
+    "tenancy",
+    "textsafe",
+    "client_options",
+}
 
 
 def _modules() -> dict[str, Path]:
