@@ -44,6 +44,20 @@ class HybridEsError(Exception):
     def __str__(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickling (multiprocessing, task queues) rebuilds the error from its state: the
+        # default would call ``cls(*args)`` and lose the keyword-only fields (or fail on the
+        # required ones, ``diffs`` and ``failed``).
+        return (_rebuild, (type(self), dict(self.__dict__)))
+
+
+def _rebuild(cls: type[HybridEsError], state: dict[str, Any]) -> HybridEsError:
+    """An error of ``cls`` with ``state`` as its attributes (``HybridEsError.__reduce__``)."""
+    err = cls.__new__(cls)
+    Exception.__init__(err, state.get("message", ""))
+    err.__dict__.update(state)
+    return err
+
 
 class ConfigurationError(HybridEsError):
     pass

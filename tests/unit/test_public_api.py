@@ -7,11 +7,13 @@ import pytest
 import hybrid_es
 
 EXPECTED = [
+    "AuthenticationError",
     "AuthorizationDecision",
     "BadQueryError",
     "BulkIndexError",
     "CapabilityMissingError",
     "ConfigurationError",
+    "Document",
     "Engine",
     "EngineError",
     "EngineUnavailableError",
@@ -19,7 +21,13 @@ EXPECTED = [
     "HybridEsError",
     "HybridSearcher",
     "IndexLayout",
+    "IndexMissingError",
+    "IngestError",
     "Ingestor",
+    "ManifestConflictError",
+    "ModelError",
+    "PacketError",
+    "PacketNotFoundError",
     "PacketService",
     "PacketStore",
     "PolicyViolationError",
@@ -27,8 +35,12 @@ EXPECTED = [
     "RequestScope",
     "RetrievalParams",
     "SearchResponse",
+    "SearchTimeoutError",
     "Settings",
     "TemplateConflictError",
+    "TraceNotFoundError",
+    "UnknownTenantError",
+    "VersionConflictError",
     "__version__",
     "authorize",
     "connect",
@@ -53,11 +65,13 @@ def test_all_is_sorted():
 
 
 HOMES = {
+    "AuthenticationError": "hybrid_es.errors",
     "AuthorizationDecision": "hybrid_es.models",
     "BadQueryError": "hybrid_es.errors",
     "BulkIndexError": "hybrid_es.errors",
     "CapabilityMissingError": "hybrid_es.errors",
     "ConfigurationError": "hybrid_es.errors",
+    "Document": "hybrid_es.ingest.documents",
     "Engine": "hybrid_es.cluster.engine",
     "EngineError": "hybrid_es.errors",
     "EngineUnavailableError": "hybrid_es.errors",
@@ -65,7 +79,13 @@ HOMES = {
     "HybridEsError": "hybrid_es.errors",
     "HybridSearcher": "hybrid_es.retrieval.searcher",
     "IndexLayout": "hybrid_es.tenancy",
+    "IndexMissingError": "hybrid_es.errors",
+    "IngestError": "hybrid_es.errors",
     "Ingestor": "hybrid_es.ingest.indexer",
+    "ManifestConflictError": "hybrid_es.errors",
+    "ModelError": "hybrid_es.errors",
+    "PacketError": "hybrid_es.errors",
+    "PacketNotFoundError": "hybrid_es.errors",
     "PacketService": "hybrid_es.packets.service",
     "PacketStore": "hybrid_es.packets.store",
     "PolicyViolationError": "hybrid_es.errors",
@@ -73,8 +93,12 @@ HOMES = {
     "RequestScope": "hybrid_es.models",
     "RetrievalParams": "hybrid_es.retrieval.queries",
     "SearchResponse": "hybrid_es.models",
+    "SearchTimeoutError": "hybrid_es.errors",
     "Settings": "hybrid_es.settings",
     "TemplateConflictError": "hybrid_es.errors",
+    "TraceNotFoundError": "hybrid_es.errors",
+    "UnknownTenantError": "hybrid_es.errors",
+    "VersionConflictError": "hybrid_es.errors",
     "authorize": "hybrid_es.retrieval.policy",
     "connect": "hybrid_es.cluster.engine",
     "hybrid_linear": "hybrid_es.retrieval.fusion",
@@ -117,3 +141,61 @@ def test_errors_share_the_base_class():
         obj = getattr(hybrid_es, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert issubclass(obj, hybrid_es.HybridEsError), name
+
+
+def test_every_error_the_package_defines_is_public():
+    """Issue 27: 10 of the 20 error classes that public methods raise were missing."""
+    import hybrid_es.errors as errors
+
+    defined = {
+        name
+        for name, obj in vars(errors).items()
+        if isinstance(obj, type) and issubclass(obj, errors.HybridEsError)
+    }
+    assert defined <= set(hybrid_es.__all__), sorted(defined - set(hybrid_es.__all__))
+
+
+def _examples() -> list[Exception]:
+    import hybrid_es.errors as e
+
+    out: list[Exception] = [
+        e.TemplateConflictError("differs", diffs={"t": "- a\n+ b"}, hint="use --force"),
+        e.BulkIndexError("2 failed", failed=[{"id": "x", "reason": "mapper"}]),
+        e.IngestError("bad JSON", line=7, hint="fix the line"),
+        e.AuthenticationError("no", hint="grant it", status=403),
+    ]
+    for name in sorted(dir(e)):
+        cls = getattr(e, name)
+        known = {type(x) for x in out}
+        if isinstance(cls, type) and issubclass(cls, e.HybridEsError) and cls not in known:
+            try:
+                out.append(cls("what went wrong", hint="what to do"))
+            except TypeError:
+                out.append(cls("what went wrong"))
+    return out
+
+
+@pytest.mark.parametrize("err", _examples(), ids=lambda x: type(x).__name__)
+def test_every_error_survives_pickling_with_its_data(err):
+    """BulkIndexError and TemplateConflictError did not (their required keyword fields)."""
+    import pickle
+
+    err.trace_id = "t-1"  # type: ignore[attr-defined]
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is type(err)
+    assert vars(back) == vars(err) and str(back) == str(err) and back.args == err.args
+
+
+def test_import_is_lazy_and_cheap():
+    """``import hybrid_es`` loads no client, model or ingest code (issue 24: it took 1.3-1.6 s
+    because it imported ingest, packets and the searcher eagerly)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, hybrid_es; "
+        "heavy = [m for m in ('elasticsearch', 'pydantic', 'numpy', 'hybrid_es.ingest', "
+        "'hybrid_es.retrieval', 'torch') if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
