@@ -23,25 +23,53 @@ EVERYONE = "*"
 """ACL group meaning every user of the document's tenant."""
 
 
-TENANT_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$"
-"""A tenant id: 1-64 letters, digits, ``.``, ``_`` or ``-``, starting and ending alphanumeric.
+TENANT_PATTERN = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?"
+"""A tenant id: 1-64 ASCII letters, digits, ``.``, ``_`` or ``-``, starting and ending
+alphanumeric. It must match the whole value (``re.fullmatch``: a trailing newline is not "the
+end"); :func:`check_tenant` is the one check, used by the library, the CLI and bootstrap.
 
 The tenant is part of every stored identity (chunk and packet ids, index names in the
 index-per-tenant layout, role names), so it must never contain the separators those use."""
+MAX_TENANT_CHARS = 64
 MAX_ID_BYTES = 256
 """Limit on a user, document, case or group id, in UTF-8 bytes: with the tenant prefix and the
 version and chunk suffixes, a stored ``_id`` stays under Elasticsearch's 512 bytes."""
 OPERATOR_ROLE = "hybrid-es-operator"
 """A principal with this role may read every tenant's traces (operations staff, not end users)."""
 
+_TENANT = re.compile(TENANT_PATTERN)
+_REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+"""Unicode categories an id may not contain: controls (NUL, CR, LF, U+0085 NEXT LINE), format
+characters (bidi overrides, zero-width joiners), surrogates, private-use and unassigned code
+points, and the line and paragraph separators U+2028 and U+2029."""
+
 
 def check_id(value: str, what: str = "id") -> str:
-    """``value`` if it is a usable id: non-empty, no surrounding whitespace, no control
-    characters, at most :data:`MAX_ID_BYTES` in UTF-8. Raises ValueError saying which rule."""
-    if not value or value != value.strip():
-        raise ValueError(f"{what} must be non-empty without surrounding whitespace")
-    if any(unicodedata.category(c).startswith("C") for c in value):
-        raise ValueError(f"{what} must not contain control characters")
+    """``value`` if it is a usable user, group, role, document or case id, else ValueError saying
+    which rule it breaks and what to do.
+
+    An id is non-empty text without surrounding whitespace, with no character of
+    :data:`_REFUSED_CATEGORIES` (so no line break of any kind and no NUL anywhere), in Unicode
+    NFC form, and at most :data:`MAX_ID_BYTES` in UTF-8. Any script is allowed (ids are names
+    of people, files and contracts) and ids are compared code point by code point, so a
+    lookalike (Cyrillic U+0430 for Latin ``a``) is another id and matches nothing of the one it
+    imitates. NFC is required rather than applied: two spellings of the same visible text
+    (``é`` as one code point or as ``e`` + U+0301) would otherwise be two ids, and a document's
+    ACL would silently fail to name the user it shows; normalising silently would instead merge
+    ids that the source keeps apart."""
+    if not isinstance(value, str) or not value or value != value.strip():
+        raise ValueError(f"{what} must be non-empty text without surrounding whitespace")
+    bad = next((c for c in value if unicodedata.category(c) in _REFUSED_CATEGORIES), None)
+    if bad is not None:
+        raise ValueError(
+            f"{what} must not contain control characters, line breaks or invisible format "
+            f"characters (it holds U+{ord(bad):04X}, {unicodedata.category(bad)})"
+        )
+    if not unicodedata.is_normalized("NFC", value):
+        raise ValueError(
+            f"{what} is not in Unicode NFC form: give it as "
+            f"{unicodedata.normalize('NFC', value)!r} (unicodedata.normalize('NFC', ...))"
+        )
     size = len(value.encode("utf-8"))
     if size > MAX_ID_BYTES:
         raise ValueError(f"{what} is {size} bytes in UTF-8; the limit is {MAX_ID_BYTES}")
@@ -49,11 +77,13 @@ def check_id(value: str, what: str = "id") -> str:
 
 
 def check_tenant(value: str) -> str:
-    """``value`` if it is a valid tenant id (see :data:`TENANT_PATTERN`), else ValueError."""
-    if not re.match(TENANT_PATTERN, value or ""):
+    """``value`` if it is a valid tenant id (the whole of it matches :data:`TENANT_PATTERN`),
+    else ValueError saying what a tenant id may hold."""
+    if not isinstance(value, str) or _TENANT.fullmatch(value) is None:
         raise ValueError(
-            f"tenant {value!r} is not a valid tenant id: use 1-64 letters, digits, '.', '_' or "
-            "'-', starting and ending with a letter or digit"
+            f"tenant {value!r} is not a valid tenant id: use 1-{MAX_TENANT_CHARS} ASCII letters, "
+            "digits, '.', '_' or '-', starting and ending with a letter or digit, and nothing "
+            "else (no spaces or line breaks)"
         )
     return value
 

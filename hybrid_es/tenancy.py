@@ -36,7 +36,7 @@ TENANCY_MODES: tuple[TenancyMode, ...] = ("shared", "index-per-tenant")
 TENANT_INDEX_INFIX = "-t-"
 TRACES_STREAM_SUFFIX = "-stream"
 TRACES_DAY_FORMAT = "%Y.%m.%d"
-_DAY = re.compile(r"\d{4}\.\d{2}\.\d{2}")
+_DAY = re.compile(r"[0-9]{4}\.[0-9]{2}\.[0-9]{2}")  # ASCII digits (\d takes any script's)
 
 
 def index_part(tenant: str) -> str:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The property tests at scale, on demand (not in CI): 10,000 tenant-isolation cases on every
-# fusion path the cluster runs, and 10,000 fuzzed queries. Prints pytest's counts and the time.
+# fusion path the cluster runs, 10,000 fuzzed queries, 10,000 fuzzed JSON-lines files through the
+# loaders, and 10,000 cases of the id/name/date validators. Prints pytest's counts and the time.
 #
 #   scripts/long_properties.sh
 set -euo pipefail
@@ -14,5 +15,8 @@ export HYPOTHESIS_PROFILE=long
 start=$(date +%s)
 python -m pytest -p no:cacheprovider -q --hypothesis-show-statistics \
   tests/integration/test_isolation.py::test_nothing_outside_scope_reaches_any_stage \
-  tests/integration/test_fuzz.py::test_hostile_queries_end_cleanly_and_in_scope "$@"
+  tests/integration/test_fuzz.py::test_hostile_queries_end_cleanly_and_in_scope \
+  tests/unit/test_loader_fuzz.py::test_every_hostile_line_is_refused_by_its_number_and_every_valid_line_loads \
+  tests/unit/test_validators.py::test_every_validator_matches_the_whole_value_and_every_entry_point_agrees \
+  "$@"
 echo "long_properties: $(( $(date +%s) - start )) s"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from typing import Annotated, Any
 
@@ -120,6 +121,9 @@ def bad(option: str, message: str) -> typer.BadParameter:
 def _date(option: str, value: str) -> Any:
     from datetime import date
 
+    # The library's own form only: fromisoformat alone also takes 20260101 (and "" was today).
+    if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        raise bad(option, f"{value!r} is not a date (expected YYYY-MM-DD)")
     try:
         return date.fromisoformat(value)
     except ValueError:
@@ -140,7 +144,7 @@ def make_scope(
     from hybrid_es.models import RequestScope
 
     stay_from = stay_to = None
-    if stay:
+    if stay is not None:  # an empty value is a mistake, not "no stay"
         a, sep, b = stay.partition("..")
         if not sep:
             raise bad(
@@ -149,7 +153,7 @@ def make_scope(
         stay_from, stay_to = _date("--stay", a), _date("--stay", b)
         if stay_from > stay_to:
             raise bad("--stay", f"{stay!r} ends before it starts (expected FROM..TO)")
-    day = _date("--as-of", as_of) if as_of else None
+    day = _date("--as-of", as_of) if as_of is not None else None
     if day and stay:
         raise bad("--as-of", "give either --as-of or --stay, not both")
     return RequestScope(

@@ -26,13 +26,16 @@ from rich.text import Text
 
 from hybrid_es.cli.common import (
     User,
+    add_row,
     bad,
     client,
     console,
     emit_json,
     err_console,
     make_principal,
+    safe,
     settings,
+    title,
 )
 
 if TYPE_CHECKING:
@@ -194,15 +197,16 @@ def _print(run: IngestRun, acl_name: str, as_json: bool) -> None:
             }
         )
         return
+    # Rejections and reasons quote the input (ids, field values): shown through safe().
     for e in run.load.errors:
-        err_console.print(Text.assemble(("rejected", "red"), f" {e}"), highlight=False)
+        err_console.print(Text.assemble(("rejected", "red"), safe(f" {e}")), highlight=False)
     for f in run.failures:
         what = f"{f['op']} {f['id']} (HTTP {f['status']})" if "op" in f else f["doc_id"]
-        err_console.print(Text.assemble(("failed", "red"), f" {what}: {f['reason']}"))
-    title = f"ingest {run.path} for {run.tenant}" + (" (dry run)" if run.dry_run else "")
-    t = Table(title=title)
+        err_console.print(Text.assemble(("failed", "red"), safe(f" {what}: {f['reason']}")))
+    heading = f"ingest {run.path} for {run.tenant}" + (" (dry run)" if run.dry_run else "")
+    t = Table(title=title(heading))
     t.add_column("what")
     t.add_column("value", justify="right")
     for k, v in summary.items():
-        t.add_row(k, Text(str(v)))
+        add_row(t, k, v)
     console.print(t)

@@ -30,7 +30,7 @@ from hybrid_es.settings import Settings
 
 log = logging.getLogger(__name__)
 
-SPACE_PATTERN = re.compile(r"^[a-z0-9_-]+$")
+SPACE_PATTERN = re.compile(r"[a-z0-9_-]+")
 """Kibana's rule for a space id: lowercase letters, digits, ``_`` and ``-``."""
 
 
@@ -50,7 +50,7 @@ def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
 
 def import_path(space: str | None = None) -> str:
     """The saved-objects import API's path, in ``space`` (None: the default space)."""
-    if space is not None and not SPACE_PATTERN.match(space):
+    if space is not None and not SPACE_PATTERN.fullmatch(space):
         raise ConfigurationError(
             f"{space!r} is not a Kibana space id (lowercase letters, digits, '_' and '-')",
             hint="give the space's id, as in its URL (/s/<id>/app/...), not its display name",

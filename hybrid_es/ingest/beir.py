@@ -13,7 +13,6 @@ not hidden.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from pydantic import ValidationError
 
 from hybrid_es.errors import IngestError
 from hybrid_es.ingest.documents import Document, validation_summary
+from hybrid_es.ingest.jsonlines import read_json_lines
 
 Qrels = dict[str, dict[str, int]]
 """query id -> corpus id -> graded relevance (0 = judged not relevant)."""
@@ -31,37 +31,18 @@ Qrels = dict[str, dict[str, int]]
 def _jsonl(
     path: Path, errors: list[IngestError] | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` per non-blank line. A bad line raises IngestError, or with
-    ``errors`` given is appended there and skipped."""
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise IngestError(f"cannot read {path}: {exc}") from exc
-    with fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                try:
-                    line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-                except UnicodeDecodeError as exc:
-                    raise IngestError(
-                        f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})",
-                        line=n,
-                        hint="re-encode the file as UTF-8",
-                    ) from exc
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise IngestError(f"{path}: malformed JSON: {exc.msg}", line=n) from exc
-                if not isinstance(data, dict) or "_id" not in data:
-                    raise IngestError(f"{path}: a line must be a JSON object with an _id", line=n)
-            except IngestError as err:
-                if errors is None:
-                    raise
-                errors.append(err)
-                continue
-            yield n, data
+    """``(line number, object)`` per non-blank line. A line that cannot be read (see
+    :mod:`hybrid_es.ingest.jsonlines`) or is not an object with an ``_id`` raises IngestError,
+    or with ``errors`` given is appended there and skipped."""
+    for n, data in read_json_lines(path):
+        if not isinstance(data, IngestError) and (not isinstance(data, dict) or "_id" not in data):
+            data = IngestError(f"{path}: a line must be a JSON object with an _id", line=n)
+        if isinstance(data, IngestError):
+            if errors is None:
+                raise data
+            errors.append(data)
+            continue
+        yield n, data
 
 
 @dataclass

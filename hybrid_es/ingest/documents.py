@@ -17,9 +17,10 @@ MAX_DOCUMENT_CHARS = 2_000_000
 500,000 tokens: beyond what a context-header prompt can hold whole, and far beyond any one
 contract, audit or itinerary."""
 MAX_DOCUMENT_BYTES = 4 * MAX_DOCUMENT_CHARS
-MAX_VERSION = 999_999_999
 """A file larger than this cannot be within MAX_DOCUMENT_CHARS (UTF-8 takes at most 4 bytes a
 character), so it is refused before it is read."""
+MAX_VERSION = 999_999_999
+"""The highest document version: an integer (never a boolean: JSON ``true`` is refused)."""
 
 
 class Document(BaseModel):
@@ -63,6 +64,14 @@ class Document(BaseModel):
             raise ValueError(f"the body has {len(v)} characters; the limit is {MAX_DOCUMENT_CHARS}")
         return v
 
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_not_bool(cls, v: Any) -> Any:
+        # JSON true is not a version; pydantic's lax mode would read it as 1.
+        if isinstance(v, bool):
+            raise ValueError("version must be an integer, not a boolean")
+        return v
+
     @field_validator("id")
     @classmethod
     def _id_ok(cls, v: str) -> str:
@@ -74,6 +83,14 @@ class Document(BaseModel):
     @classmethod
     def _tenant_ok(cls, v: str) -> str:
         return check_tenant(v)
+
+    @field_validator("acl_users", "acl_groups")
+    @classmethod
+    def _acl_ok(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        # An entry no principal can hold (a trailing newline, a NUL) would silently match nobody.
+        for entry in v or ():
+            check_id(entry, "an ACL entry")
+        return v
 
     @property
     def acl_unset(self) -> bool:

@@ -4,10 +4,12 @@ Every load is for one tenant, the caller's: a document that names no tenant gets
 that names another tenant is refused by line (nothing of it is written).
 
 Bad input is reported with its file and line number, never dropped silently; the rest continues
-unless ``fail_fast``, which raises the first problem as IngestError. Rejected: a malformed line, a
-document without id, a document of another tenant, non-UTF-8 text, an empty document, a document
-over ``MAX_DOCUMENT_CHARS`` characters, the same document (id, version) twice, a version that
-is not an ordering number.
+unless ``fail_fast``, which raises the first problem as IngestError. Rejected: a line that cannot
+be read as JSON (malformed; not UTF-8; over 16 MiB; nested deeper than 64 levels; NaN or
+Infinity; a number out of range; a lone surrogate escape: see
+:mod:`hybrid_es.ingest.jsonlines`), a document without id, a document of another tenant, an empty
+document, a document over ``MAX_DOCUMENT_CHARS`` characters, the same document (id, version)
+twice, a version that is not an ordering number (a label, a boolean, a fraction).
 
 Real files rarely use our field names. A ``FieldMap`` renames fields before validation
 (``--map doc_id=id``), and a version *label* such as ``contract-v4`` can be kept beside the
@@ -19,7 +21,8 @@ Formats (``load_documents`` picks one from the path when asked for ``auto``):
 - ``jsonl``: a file, one :class:`~hybrid_es.ingest.documents.Document` as a JSON object per line.
 - ``beir``: a folder with ``corpus.jsonl`` (``_id``, ``title``, ``text``); one tenant for all.
 - ``folder``: a folder of ``.txt``/``.md`` files, searched recursively (hidden entries skipped).
-  The id is the file's path under the folder (``contracts/kyo-h12.md``), the title the first
+  The id is the file's path under the folder (``contracts/kyo-h12.md``) in Unicode NFC form
+  (macOS may store names decomposed; ids must be NFC), the title the first
   Markdown ``#`` heading or else the file name, ``metadata.path`` the path. A sidecar
   ``<file name>.meta.json`` beside a file (``kyo-h12.md.meta.json``) holds a JSON object of any
   other Document fields (tenant, version, acl_groups, valid_from, ...; not ``body``).
@@ -27,8 +30,8 @@ Formats (``load_documents`` picks one from the path when asked for ``auto``):
 
 from __future__ import annotations
 
-import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +43,12 @@ from hybrid_es.errors import IngestError
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.code_outline import CODE_SUFFIXES
 from hybrid_es.ingest.documents import MAX_DOCUMENT_BYTES, Document, validation_summary
+from hybrid_es.ingest.jsonlines import (
+    MAX_LINE_BYTES,
+    describe_json_error,
+    parse_json,
+    read_json_lines,
+)
 
 Format = Literal["auto", "jsonl", "beir", "folder"]
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -63,9 +72,13 @@ def read_field_map(pairs: Iterable[str] = (), file: Path | None = None) -> dict[
     out: dict[str, str] = {}
     if file is not None:
         try:
-            loaded = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            loaded = parse_json(file.read_bytes().decode("utf-8-sig"))
+        except OSError as exc:
             raise ValueError(f"{file}: not a readable JSON object: {exc}") from exc
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
+            raise ValueError(
+                f"{file}: not a readable JSON object: {describe_json_error(exc)}"
+            ) from exc
         if not isinstance(loaded, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
         ):
@@ -173,37 +186,22 @@ def load_jsonl(
 
 
 def _jsonl_items(path: Path, options: LoadOptions) -> Iterator[Document | IngestError]:
-    try:
-        fh = path.open("rb")
-    except OSError as exc:
-        raise IngestError(f"cannot read {path}: {exc}") from exc
+    """Each line's Document, or the IngestError (with its line number) that refuses it."""
     seen = _Seen()
-    with fh:
-        for n, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                yield IngestError(
-                    f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})",
-                    line=n,
-                    hint="re-encode the file as UTF-8",
-                )
-                continue
-            try:
-                data = json.loads(text)
-                if not isinstance(data, dict):
-                    raise ValueError("a line must hold a JSON object")
-                doc = Document.model_validate(prepare_record(data, options))
-                seen.check(doc, f"line {n}")
-                yield doc
-            except json.JSONDecodeError as exc:
-                yield IngestError(f"{path}: malformed JSON: {exc.msg} (column {exc.colno})", line=n)
-            except ValidationError as exc:
-                yield IngestError(f"{path}: invalid document: {validation_summary(exc)}", line=n)
-            except ValueError as exc:
-                yield IngestError(f"{path}: {exc}", line=n)
+    for n, data in read_json_lines(path):
+        if isinstance(data, IngestError):  # a line that is not readable JSON
+            yield data
+            continue
+        try:
+            if not isinstance(data, dict):
+                raise ValueError("a line must hold a JSON object")
+            doc = Document.model_validate(prepare_record(data, options))
+            seen.check(doc, f"line {n}")
+            yield doc
+        except ValidationError as exc:
+            yield IngestError(f"{path}: invalid document: {validation_summary(exc)}", line=n)
+        except ValueError as exc:
+            yield IngestError(f"{path}: {exc}", line=n)
 
 
 def load_beir(
@@ -262,6 +260,7 @@ def _folder_item(
     root: Path, path: Path, options: LoadOptions, seen: _Seen
 ) -> Document | IngestError:
     rel = path.relative_to(root).as_posix()
+    doc_id = unicodedata.normalize("NFC", rel)
     try:
         size = path.stat().st_size
         if size > MAX_DOCUMENT_BYTES:
@@ -283,16 +282,25 @@ def _folder_item(
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if sidecar.is_file():
         try:
-            loaded = json.loads(sidecar.read_bytes().decode("utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            if sidecar.stat().st_size > MAX_LINE_BYTES:
+                return IngestError(
+                    f"{sidecar}: over the {MAX_LINE_BYTES:,}-byte limit for a sidecar",
+                    hint="a sidecar holds a document's fields, not its text",
+                )
+            loaded = parse_json(sidecar.read_bytes().decode("utf-8-sig"))
+        except OSError as exc:
             return IngestError(f"{sidecar}: not a readable UTF-8 JSON object: {exc}")
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
+            return IngestError(
+                f"{sidecar}: not a readable UTF-8 JSON object: {describe_json_error(exc)}"
+            )
         if not isinstance(loaded, dict):
             return IngestError(f"{sidecar}: must hold a JSON object of Document fields")
         if "body" in loaded:
             return IngestError(f"{sidecar}: must not set body; the body is the file {path.name}")
         meta = loaded
     data: dict[str, Any] = {
-        "id": rel,
+        "id": doc_id,
         "title": _title(body, path),
         "source_type": "code" if path.suffix.lower() in CODE_SUFFIXES else "document",
         **meta,

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hybrid_es.models import RequestScope
+from hybrid_es.models import RequestScope, check_id
 
 INVALIDATION_DEPENDENCIES = (
     "member_versions",
@@ -25,7 +25,8 @@ INVALIDATION_DEPENDENCIES = (
     "query_scope",
 )
 
-_VERSIONED = re.compile(r"^(?P<case>.+)-packet-v(?P<n>\d+)$")
+_VERSIONED = re.compile(r"(?P<case>.+)-packet-v(?P<n>[1-9][0-9]{0,17})", re.DOTALL)
+"""Matched whole (``fullmatch``): ASCII digits without leading zeros, so each packet has one id."""
 
 
 def packet_id(case_id: str, version: int) -> str:
@@ -34,9 +35,16 @@ def packet_id(case_id: str, version: int) -> str:
 
 
 def parse_packet_id(pid: str) -> tuple[str, int]:
-    m = _VERSIONED.match(pid)
+    """``JPN-2026-0417-packet-v1`` -> ``("JPN-2026-0417", 1)``. Raises ValueError unless the
+    whole of ``pid`` is :func:`packet_id` of a valid case id (:func:`check_id`) and a version
+    of 1 or more written in ASCII digits without leading zeros."""
+    m = _VERSIONED.fullmatch(pid) if isinstance(pid, str) else None
     if not m:
         raise ValueError(f"{pid!r} is not a packet id of the form <case>-packet-v<N>")
+    try:
+        check_id(m.group("case"), "case id")
+    except ValueError as exc:
+        raise ValueError(f"{pid!r} is not a packet id: {exc}") from exc
     return m.group("case"), int(m.group("n"))
 
 
