@@ -8,7 +8,8 @@ The caller's principal is a mandatory input of ``run``, so a pipeline passes it 
 A run without one is refused (by the pipeline as a missing input, or by the component:
 PolicyViolationError); the query text is never read for it. The output ``documents`` are Haystack
 :class:`~haystack.Document` objects with the chunk text, ``score`` (rerank score, else fused) and
-the hit's provenance in ``meta``.
+the document's own metadata (under the
+names the user gave) and the hit's provenance under ``meta["hybrid_es"]``.
 """
 
 # No ``from __future__ import annotations``: Haystack builds the component's input sockets from

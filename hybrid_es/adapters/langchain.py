@@ -8,8 +8,9 @@ on to the retriever::
     chain = retriever.bind(principal=principal) | format_docs  # one request's chain
 
 A call without one is refused (PolicyViolationError); the query text is never read for it. Each
-:class:`~langchain_core.documents.Document` carries the chunk text and the hit's provenance in
-``metadata`` (see ``hybrid_es.adapters.provenance.metadata``).
+:class:`~langchain_core.documents.Document` carries the chunk text, the document's own metadata
+under the names the user gave, and the hit's provenance under ``metadata["hybrid_es"]`` (see
+``hybrid_es.adapters.provenance.metadata``).
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ retriever with the caller's principal, or derive one from a shared retriever wit
 
 A retriever without a principal refuses to search (PolicyViolationError); the query text (or a
 ``QueryBundle``'s) is never read for it. Each ``NodeWithScore`` holds a ``TextNode`` whose id is
-the chunk id, whose source node is the document, and whose metadata is the hit's provenance; only
-the title reaches an LLM prompt or an embedding.
+the chunk id, whose source node is the document, and whose metadata is the document's own (under
+the user's names) with the hit's provenance under ``hybrid_es``; only the title reaches an LLM
+prompt or an embedding.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 
 WHERE = "HybridEsRetriever(principal=...) or .for_principal(principal)"
-HIDDEN_FROM_PROMPTS = [*provenance.PROVENANCE_KEYS, *provenance.DESCRIPTIVE_KEYS]
-"""Metadata keys kept out of the text LlamaIndex sends to an LLM or an embedder: scores and ids
-are for the application, not the model."""
+PROMPT_KEYS = ("title",)
+"""The only metadata key LlamaIndex may put into the text it sends to an LLM or an embedder:
+scores and ids are for the application, and the document's own metadata is untrusted data that
+the application cites, not text for the model to follow."""
 
 
 class HybridEsRetriever(BaseRetriever):
@@ -100,12 +102,14 @@ class HybridEsRetriever(BaseRetriever):
         )
         nodes = []
         for hit in response.hits:
+            meta = provenance.metadata(hit, response, caller)
+            hidden = [k for k in meta if k not in PROMPT_KEYS]
             node = TextNode(
                 id_=hit.chunk_id,
                 text=hit.text,
-                metadata=provenance.metadata(hit, response, caller),
-                excluded_llm_metadata_keys=HIDDEN_FROM_PROMPTS,
-                excluded_embed_metadata_keys=HIDDEN_FROM_PROMPTS,
+                metadata=meta,
+                excluded_llm_metadata_keys=hidden,
+                excluded_embed_metadata_keys=hidden,
                 relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.doc_id)},
             )
             nodes.append(NodeWithScore(node=node, score=provenance.score(hit)))

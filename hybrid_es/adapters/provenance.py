@@ -14,6 +14,8 @@ from hybrid_es.errors import PolicyViolationError
 from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.searcher import HybridSearcher
 
+NAMESPACE = "hybrid_es"
+"""The one metadata key that holds the hit's provenance; every other key is the document's own."""
 PROVENANCE_KEYS = (
     "chunk_id",
     "doc_id",
@@ -34,10 +36,11 @@ PROVENANCE_KEYS = (
     "policy_version",
     "query_hash",
 )
-"""The metadata keys every adapter's document carries (plus ``title`` and, where the record has
-them, ``source_type``, ``valid_from`` and ``valid_to``)."""
+"""The keys of ``metadata[NAMESPACE]`` on every adapter's document."""
 
-DESCRIPTIVE_KEYS = ("source_type", "valid_from", "valid_to")
+DESCRIPTIVE_KEYS = ("title", "source_type", "valid_from", "valid_to")
+"""The record's own fields an adapter's document carries at the top level beside the user's
+metadata (where the record has them and the user's metadata has no key of the same name)."""
 
 
 def require_principal(principal: object, where: str) -> Principal:
@@ -71,15 +74,29 @@ def search(
 
 
 def metadata(hit: Hit, response: SearchResponse, principal: Principal) -> dict[str, Any]:
-    """The provenance of one hit as JSON-ready metadata: ids, tenant, source version, each leg's
-    rank and score, the fused and rerank scores, ``score`` (rerank score where the hit was
-    reranked, else the fused score), the authorization decision and the query's hash."""
+    """A framework document's metadata for one hit, JSON-ready.
+
+    The document's own metadata first, under the names the user gave at ingest (a file's
+    ``path``, a URL, front matter, a custom ``team``); then the record's ``title``,
+    ``source_type``, ``valid_from`` and ``valid_to`` where the user's metadata has no key of that
+    name; and under :data:`NAMESPACE` the provenance (:data:`PROVENANCE_KEYS`): ids, tenant,
+    source version, each leg's rank and score, the fused and rerank scores, ``score`` (rerank
+    score where the hit was reranked, else the fused score), the authorization decision and the
+    query's hash. The user's metadata is the document's data, as untrusted as its text: who asked
+    and what was decided is only ever read from ``metadata["hybrid_es"]``, which no document can
+    set (a stored key of that name is dropped here)."""
     meta: dict[str, Any] = {
+        k: v for k, v in (hit.source.get("metadata") or {}).items() if k != NAMESPACE
+    }
+    own = {"title": hit.title, **{k: hit.source.get(k) for k in DESCRIPTIVE_KEYS[1:]}}
+    for key, value in own.items():
+        if value is not None and key not in meta:
+            meta[key] = value
+    meta[NAMESPACE] = {
         "chunk_id": hit.chunk_id,
         "doc_id": hit.doc_id,
         "tenant": str(hit.source.get("tenant", principal.tenant)),
         "index": hit.index,
-        "title": hit.title,
         "source_version": hit.source_version,
         "sparse_rank": hit.sparse_rank,
         "dense_rank": hit.dense_rank,
@@ -95,9 +112,6 @@ def metadata(hit: Hit, response: SearchResponse, principal: Principal) -> dict[s
         "policy_version": hit.authorization.policy_version,
         "query_hash": response.query_hash,
     }
-    for key in DESCRIPTIVE_KEYS:
-        if hit.source.get(key) is not None:
-            meta[key] = hit.source[key]
     return meta
 
 
