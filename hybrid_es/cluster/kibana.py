@@ -141,7 +141,7 @@ def import_saved_objects(kibana_url: str, settings: Settings, *, space: str | No
                 )
                 raise EngineError(
                     f"Kibana refused saved objects from {f.name}: {failed}",
-                    hint="check the Kibana version (8.x or 9.x) and the file under "
+                    hint="check the Kibana version (8.9 or later, or 9.x) and the file under "
                     "es_templates/kibana",
                 )
     finally:
@@ -197,7 +197,7 @@ def _post(
     if not 200 <= status < 300 or not isinstance(answer, dict):
         raise EngineError(
             f"Kibana at {url} answered the import with HTTP {status}: {str(answer)[:200]}",
-            hint="check that the URL is Kibana's (8.x or 9.x), not Elasticsearch's",
+            hint="check that the URL is Kibana's (8.9 or later), not Elasticsearch's",
             status=status,
         )
     return answer
