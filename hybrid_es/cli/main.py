@@ -49,7 +49,7 @@ def _root(
 
 def _register() -> None:
     """Commands that live in their own modules (one command group per module)."""
-    from hybrid_es.cli import bootstrap, embedder, ingest, packet, reranker, search, traces
+    from hybrid_es.cli import bootstrap, embedder, ingest, packet, reranker, search, traces, verify
     from hybrid_es.cli import eval as eval_group
 
     app.command(name="capabilities")(bootstrap.capabilities)
@@ -61,6 +61,7 @@ def _register() -> None:
     app.add_typer(traces.app, name="traces")
     app.add_typer(reranker.app, name="reranker")
     app.add_typer(embedder.app, name="embedder")
+    app.command(name="verify")(verify.verify)
 
 
 _register()

@@ -6,6 +6,8 @@ The layers, top to bottom (each may import its own layer and any layer below it)
     cli         the command line
     adapters    LangChain, Haystack and LlamaIndex retrievers over the searcher (each module
                 imports its own framework only; nothing below imports an adapter)
+    verify      ``hybrid-es verify``: conformance checks on a live cluster, over the ingestor,
+                the searcher and evaluation's model-free embedder
     evaluation  metrics, pipeline runs, training, what the benchmarks share
     packets     evidence packets
     traces      trace documents, writer, hooks, reader
@@ -28,6 +30,7 @@ LAYERS = [
     "api",
     "cli",
     "adapters",
+    "verify",
     "evaluation",
     "packets",
     "traces",
@@ -45,6 +48,7 @@ GROUND = {
     "tenancy",
     "textsafe",
     "client_options",
+    "metadata_fields",
 }
 
 
