@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Set up everything and run the whole test suite against real engines: venv (cached),
 # Elasticsearch 9, OpenSearch 2.19 and Elasticsearch 8.19 (fetched from Maven Central, cached),
-# lint, type check, then pytest on Elasticsearch 9 (every test), on OpenSearch (the integration
-# and security suites), on Elasticsearch 8.19 with elasticsearch-py 8 (the integration suite,
-# plus the client-mismatch test with the 9.x client), and the smoke test of a local 3-node
-# Elasticsearch 9 cluster (tests/cluster: a node killed and restarted under searches).
+# lint, type check, then the unit suite alone (in random order, on a cold numba cache), pytest on
+# Elasticsearch 9 (every other test), on OpenSearch (the integration and security suites), on
+# Elasticsearch 8.19 with elasticsearch-py 8 (the integration suite, plus the client-mismatch test
+# with the 9.x client), and the smoke test of a local 3-node Elasticsearch 9 cluster
+# (tests/cluster: a node killed and restarted under searches).
 #
-#   scripts/test.sh [pytest args]       the same args go to every run but the cluster smoke
+#   scripts/test.sh [pytest args]       the same args go to every run but the cluster smoke; with
+#                                       args the unit suite is not run apart (the Elasticsearch
+#                                       run takes them, in file order, as the whole suite)
 #   HYBRID_ES_TEST_ENGINES="elasticsearch"   only the first run (default:
 #                                            "elasticsearch opensearch elasticsearch8 cluster")
 set -euo pipefail
@@ -63,12 +66,26 @@ if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start
 echo "== ruff"; ruff check hybrid_es tests scripts
 echo "== mypy"; mypy hybrid_es
 status=0
+ES_ARGS=("$@")
+if wants elasticsearch && [ $# -eq 0 ]; then
+  # The unit suite on its own, while the nodes start (it needs none): in random order
+  # (pytest-randomly, off unless `-p randomly` asks for it, see pyproject.toml; the seed is in the
+  # header, `-p randomly --randomly-seed=N` replays the order) and on a cold numba cache (ranx
+  # compiles its kernels with cache=True; NUMBA_CACHE_DIR moves the cache to an empty directory),
+  # so a test that leans on another's leftovers or on a warm cache fails here. The integration
+  # runs keep their file order: their modules share engines and fixtures.
+  echo "== pytest (unit: random order, cold numba cache)"
+  UNIT_NUMBA_CACHE="$(mktemp -d)"
+  NUMBA_CACHE_DIR="$UNIT_NUMBA_CACHE" python -m pytest -p randomly tests/unit || status=$?
+  rm -rf "$UNIT_NUMBA_CACHE"
+  ES_ARGS=(--ignore=tests/unit)
+fi
 if wants elasticsearch; then
   if ! await_node tls; then
     echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
   fi
   echo "== pytest (Elasticsearch)"
-  python -m pytest "$@" || status=$?
+  python -m pytest "${ES_ARGS[@]}" || status=$?
   "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
 if wants cluster; then start_node cluster "${CLUSTER[@]}" start; fi

@@ -36,6 +36,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
+REQUIRE_SHARED = "HYBRID_ES_REQUIRE_SHARED"
+"""Set (to anything but "" or "0") where the shared collections must be present: a test whose
+collection is missing then fails instead of being skipped. ``.ci/run`` sets it (CI has
+``../shared`` beside the clone); a user's clone without it skips those tests by name."""
+
+
+def shared_datasets() -> Path:
+    """The shared collections' directory: ``HYBRID_ES_SHARED_DATASETS``, or ``../shared/datasets``
+    beside the repository (read at each call, so a test run can point it elsewhere)."""
+    default = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+    return Path(os.environ.get("HYBRID_ES_SHARED_DATASETS") or default)
+
+
+def require_shared(name: str) -> Path:
+    """The shared collection ``name`` (a directory under :func:`shared_datasets`). Where it is
+    absent the calling test is skipped, naming the collection and where it was looked for; under
+    ``HYBRID_ES_REQUIRE_SHARED`` it fails instead, so nothing is skipped silently in CI. The one
+    way a test reaches ``../shared``."""
+    path = shared_datasets() / name
+    if path.is_dir():
+        return path
+    missing = f"missing shared collection: {name} (no directory {path})"
+    if os.environ.get(REQUIRE_SHARED, "") not in ("", "0"):
+        pytest.fail(f"{missing}; {REQUIRE_SHARED} is set, so the shared collections must be there")
+    pytest.skip(f"{missing}; ../shared/datasets beside the clone, or HYBRID_ES_SHARED_DATASETS")
+
+
 TRAVEL_FILES = ("travel.jsonl", "travel-demo-B.jsonl")
 """The travel-copilot fixture: tenant demo-A's documents, and tenant demo-B's (one per file,
 because every ingest writes for one tenant)."""

@@ -183,7 +183,8 @@ def test_capability_report_for_the_opensearch_zip(caps):
         pytest.skip(f"not the 2.19 zip (plugins {caps.plugins}); the exact report differs")
     assert caps.flavor == "opensearch"
     assert caps.native_rrf and caps.linear_retriever
-    assert caps.fusion_path == "native-rrf (hybrid query)"
+    assert caps.fusion_path == "native-linear (hybrid query)"  # the default fusion, min-max
+    assert caps.path_for("rrf") == "native-rrf (hybrid query)"
     # analysis-common ships with OpenSearch: english and cjk, so the "full" profile.
     assert caps.analyzers == ("standard", "simple", "whitespace", "english", "cjk")
     assert caps.analysis_profile == "full"

@@ -68,9 +68,9 @@ def test_seed_fixture_gates_on_the_fused_ranking(es, embedder, fresh_indices, ti
     )
     resp = searcher.search(QUERY, AGENT, STAY, now=NOW, top_k=5)
     docs = [h.doc_id for h in resp.hits]
-    assert docs == ["D1-current-contract", "D2-accessibility-note", "D4-generic-brochure"] or (
-        set(docs[:3]) >= {"D1-current-contract", "D2-accessibility-note"}
-    )
+    # Exactly the three documents in scope, one hit each (one chunk each), nothing else; their
+    # order is the random plumbing reranker's, so it is not gated here (the fused order is, below).
+    assert sorted(docs) == ["D1-current-contract", "D2-accessibility-note", "D4-generic-brochure"]
     # D0 (superseded for the stay) and D5 (other tenant) reach no leg, no reranker input, no hit.
     seen = [
         *resp.legs["sparse"],
