@@ -17,8 +17,13 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-ANALYSIS_VERSION = "client-terms-v2"
-"""Stored on every chunk: a change to ``client_terms`` must bump it, so re-ingest rewrites."""
+from hybrid_es.retrieval.folding import FOLD_VERSION
+
+ANALYSIS_VERSION = f"client-terms-v3;{FOLD_VERSION}"
+"""Stored on every chunk: a change to ``client_terms`` or to the folding of the matched text
+(``folding.FOLD_VERSION``, the converter's release included) must change it, so re-ingest
+rewrites. v3: the matched text is folded (Traditional to Simplified, full width), and CJK
+ideographs past the BMP are bigrams too."""
 
 # Lucene's English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET).
 STOP_WORDS = frozenset(
@@ -58,7 +63,9 @@ STOP_WORDS = frozenset(
         "with",
     ]
 )
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+# Kana, Han (extension A, unified, compatibility, and planes 2 and 3: extensions B to H, which
+# some Traditional-to-Simplified folds give) and hangul syllables.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0003ffff"
 _TOKEN = re.compile(f"[{_CJK}]+|[^\\W_]+", re.UNICODE)
 _CJK_RUN = re.compile(f"^[{_CJK}]+$")
 

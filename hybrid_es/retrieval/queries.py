@@ -32,6 +32,7 @@ from elasticsearch.dsl.query import Match, MultiMatch, Query, Terms
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.retrieval.analysis import cap_terms, client_terms, code_terms, has_cjk
+from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
 from hybrid_es.retrieval.identifiers import extract_identifiers
 
@@ -58,7 +59,9 @@ MAX_NUM_CANDIDATES = 10_000
 """Elasticsearch's own cap on knn num_candidates."""
 MAX_WINDOW = 1_000
 
-TEXT_FIELDS = ("search_payload", "search_payload.cjk", "title^0.5")
+TEXT_FIELDS = ("search_folded", "search_folded.cjk", "title_folded^0.5")
+"""The folded copies of the search payload and the title (``folding.fold_for_matching``): the
+stored ``search_payload`` and ``title`` keep the text as written, and BM25 reads these."""
 CLIENT_TERMS_FIELD = "search_terms"
 CODE_TERMS_FIELD = "code_terms"
 ID_FIELDS = ("ids", "contract_ids", "room_codes", "booking_ids", "property_ids")
@@ -146,10 +149,12 @@ def sparse_query(
     with the policy in ``bool.filter``: the query of the sparse leg on both engines.
     ``with_client_terms`` adds the clause over the client-side analysed terms.
 
-    Only the query's first ``max_terms`` terms are read (``analysis.cap_terms``): every clause
-    is built from that start, so a long question costs bounded work and stays under the
-    engines' clause limits."""
-    query = cap_terms(query, max_terms)[0]
+    Every clause is built from :func:`matching_text`: the query's first ``max_terms`` terms,
+    folded as the chunks' matched fields are (Traditional Chinese as Simplified, full-width
+    forms as ASCII), so a long question costs bounded work and stays under the engines' clause
+    limits, and a Traditional question gets the very body of its Simplified twin. The dense leg
+    embeds the question as written."""
+    query = matching_text(query, max_terms)
     should: list[Query] = [MultiMatch(query=query, fields=text_fields(query), type="best_fields")]
     terms = client_terms(query) if with_client_terms else ""
     if terms:
@@ -173,6 +178,18 @@ def sparse_query(
             "filter": [policy],
         }
     }
+
+
+def matching_text(query: str, max_terms: int = MAX_QUERY_TERMS) -> str:
+    """The text the sparse leg matches on: ``query`` folded (``folding.fold_for_matching``) and
+    cut after its ``max_terms``-th term.
+
+    The query is cut at twice the cap before it is folded (the fold's cost stays bounded) and at
+    the cap after: folding can merge characters (half-width katakana with their sound marks), so
+    the cut is counted on the folded text, where a Traditional question and its Simplified twin
+    count alike."""
+    head = cap_terms(query, 2 * max_terms)[0]
+    return cap_terms(fold_for_matching(head), max_terms)[0]
 
 
 def text_fields(query: str) -> list[str]:
