@@ -7,6 +7,7 @@ elasticsearch-py and opensearch-py are translated into these in exactly one plac
     HybridEsError
     ├── ConfigurationError        settings, credentials, model/index mismatch
     ├── BadQueryError             empty / over-long query, k or num_candidates out of range
+    │   └── FilterError               a search filter that is malformed or names a field it may not
     ├── UnknownTenantError        the tenant has no corpus state / no documents
     ├── PolicyViolationError      a request body without the policy filter, a hit outside scope
     ├── EngineError               Elasticsearch answered with an error
@@ -65,6 +66,16 @@ class ConfigurationError(HybridEsError):
 
 class BadQueryError(HybridEsError):
     pass
+
+
+class FilterError(BadQueryError):
+    """A search filter refused before anything is sent: malformed, too large, an unsupported
+    operator, a value of the wrong type, or a field that is not declared filterable (a policy
+    field never is). ``field`` names the field concerned, where there is one."""
+
+    def __init__(self, message: str, *, hint: str | None = None, field: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.field = field
 
 
 class UnknownTenantError(HybridEsError):

@@ -24,10 +24,12 @@ from hybrid_es.cluster.templates import (
     Template,
     adapt_pipeline,
     diff,
+    filter_field_conflicts,
     load_pipelines,
     load_templates,
     role_name,
     vector_field_problem,
+    with_filterable_fields,
     with_fingerprint,
     with_index_settings,
 )
@@ -107,8 +109,10 @@ def plan(client: Engine | Any, templates: list[Template], *, force: bool = False
 def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
     """What bootstrap installs on this cluster: the templates in its engine's variant, with the
     shards and replicas of the settings (:func:`~hybrid_es.cluster.templates.with_index_settings`
-    says what to choose on a cluster), and on OpenSearch with native fusion, the fusion's search
-    pipelines."""
+    says what to choose on a cluster) and the declared filterable metadata fields in the chunks
+    template (``HYBRID_ES_FILTERABLE_FIELDS``:
+    :func:`~hybrid_es.cluster.templates.with_filterable_fields`), and on OpenSearch with native
+    fusion, the fusion's search pipelines."""
     flavor: Flavor = "opensearch" if caps.flavor == "opensearch" else "elasticsearch"
     templates = load_templates(caps.analysis_profile, settings.templates_dir, flavor)
     templates = trace_templates(templates, caps.trace_storage, settings.trace_retention_days)
@@ -118,6 +122,7 @@ def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
         replicas=settings.replicas,
         chunks_shards=settings.chunks_shards,
     )
+    templates = with_filterable_fields(templates, settings.filterable_fields)
     if flavor == "opensearch" and (caps.native_rrf or caps.linear_retriever):
         templates += [
             replace(p, body=adapt_pipeline(p.body, caps.rrf_rank_constant_at))
@@ -344,7 +349,8 @@ _REBUILD_HINT = (
 
 def _check_indices(engine: Engine, settings: Settings) -> None:
     """Refuse, before anything is written, an existing index whose vector field this engine
-    cannot use (one mapping read for all of them)."""
+    cannot use, or that maps a declared filterable field with another type (one mapping read
+    for all of them)."""
     mappings = engine.request(
         "GET",
         f"/{','.join(_template_patterns(settings))}/_mapping",
@@ -356,6 +362,17 @@ def _check_indices(engine: Engine, settings: Settings) -> None:
         problem = vector_field_problem(engine.flavor, field) if field else None
         if problem:
             raise ConfigurationError(f"index {index}: {problem}", hint=_REBUILD_HINT)
+        conflicts = filter_field_conflicts(
+            settings.filterable_fields, body.get("mappings", {}).get("properties", {})
+        )
+        if conflicts:
+            raise ConfigurationError(
+                f"index {index} maps filterable fields with other types than "
+                f"HYBRID_ES_FILTERABLE_FIELDS declares: {', '.join(conflicts)} (a mapped type "
+                "cannot change in place)",
+                hint="declare them with their mapped types, or give the field a new name, or "
+                "re-create the index (delete it, bootstrap, re-ingest); nothing was changed",
+            )
 
 
 def _existing_indices(engine: Engine, settings: Settings) -> list[str]:

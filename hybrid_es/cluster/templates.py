@@ -9,11 +9,13 @@ import copy
 import difflib
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from hybrid_es.errors import ConfigurationError
+from hybrid_es.metadata_fields import FILTER_OBJECT, MAPPED_AS, FilterableField
 from hybrid_es.models import check_tenant
 from hybrid_es.tenancy import IndexLayout
 
@@ -179,6 +181,56 @@ def with_index_settings(
             _index_settings(body)["number_of_shards"] = int(chunks_shards)
             t = replace(t, body=body)
         out.append(t)
+    return out
+
+
+def filter_mapping(fields: Sequence[FilterableField]) -> dict[str, Any]:
+    """The chunks mapping's ``meta_filter`` field for the declared filterable ``fields``: an
+    object that indexes exactly these typed sub-fields (``dynamic: false``: anything else
+    written under it would be stored, never indexed). Pure."""
+    return {
+        "type": "object",
+        "dynamic": False,
+        "properties": {f.name: {"type": MAPPED_AS[f.type]} for f in fields},
+    }
+
+
+def with_filterable_fields(
+    templates: list[Template], fields: Sequence[FilterableField]
+) -> list[Template]:
+    """The templates with the declared filterable metadata fields mapped in the chunks index
+    template (:func:`filter_mapping` as its ``meta_filter`` field), the fixed part staying as
+    the file has it. No fields: the templates unchanged (no ``meta_filter`` at all). Pure.
+
+    The fields change the template's fingerprint, so a changed declaration shows as a
+    difference to install (``bootstrap --force``), and bootstrap then adds the new sub-fields
+    to the existing chunks indices; a sub-field an index maps with another type is refused
+    (:func:`filter_field_conflicts`)."""
+    if not fields:
+        return templates
+    out = []
+    for t in templates:
+        if t.kind == "index" and t.name == CHUNKS_TEMPLATE:
+            body = copy.deepcopy(t.body)
+            mappings = body.setdefault("template", {}).setdefault("mappings", {})
+            mappings.setdefault("properties", {})[FILTER_OBJECT] = filter_mapping(fields)
+            t = replace(t, body=body)
+        out.append(t)
+    return out
+
+
+def filter_field_conflicts(
+    fields: Sequence[FilterableField], properties: dict[str, Any]
+) -> list[str]:
+    """Each declared field that an existing index's mapping ``properties`` already holds under
+    ``meta_filter`` with another type (a mapped type cannot change in place), as
+    ``name (mapped as X, declared Y)``. Pure."""
+    mapped = (properties.get(FILTER_OBJECT) or {}).get("properties") or {}
+    out = []
+    for f in fields:
+        have = (mapped.get(f.name) or {}).get("type")
+        if have is not None and have != MAPPED_AS[f.type]:
+            out.append(f"{f.name} (mapped as {have}, declared {f.type})")
     return out
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hybrid_es.identity import SEPARATOR
+from hybrid_es.metadata_fields import check_metadata
 from hybrid_es.models import check_id, check_tenant
 
 MAX_DOCUMENT_CHARS = 2_000_000
@@ -54,6 +55,9 @@ class Document(BaseModel):
     room_codes: tuple[str, ...] = ()
     lang: str = "en"
     metadata: dict[str, Any] = Field(default_factory=dict)
+    """The document's own fields (a file's ``path``, a URL, a Markdown file's front matter,
+    ``team``...): stored on every chunk as given, never indexed, except the fields declared
+    filterable (``hybrid_es.metadata_fields``). What cannot be stored refuses the document."""
 
     @field_validator("body")
     @classmethod
@@ -63,6 +67,13 @@ class Document(BaseModel):
         if len(v) > MAX_DOCUMENT_CHARS:
             raise ValueError(f"the body has {len(v)} characters; the limit is {MAX_DOCUMENT_CHARS}")
         return v
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _metadata_storable(cls, v: Any) -> dict[str, Any]:
+        # Binary values, NaN, lone surrogates, 100 levels of nesting: refused here, with the
+        # key path, rather than failing the chunks' bulk write (metadata_fields.check_metadata).
+        return check_metadata(v)
 
     @field_validator("version", mode="before")
     @classmethod

@@ -64,6 +64,7 @@ from hybrid_es.ingest.contextual import (
 )
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, plan_document
+from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping, filter_values
 from hybrid_es.models import EVERYONE, Principal
 from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.tenancy import IndexLayout
@@ -181,6 +182,8 @@ class Ingestor:
         self.chunker = chunker
         self._consecutive_failures = 0
         self._checked: set[str] = set()
+        self._filterable: dict[str, FilterableFields] = {}
+        """Per index, the filterable metadata fields its mapping holds (``meta_filter``)."""
 
     @property
     def client(self) -> Engine:
@@ -200,6 +203,8 @@ class Ingestor:
         whose vector field this engine cannot serve (OpenSearch: a k-NN engine other than lucene).
 
         An empty index takes the embedder's model id and dimension into its mapping ``_meta``.
+        The filterable metadata fields the index maps (``meta_filter``, as bootstrap put them)
+        are the ones whose values every document writes: the mapping is the declaration.
         """
         if index in self._checked:
             return
@@ -232,6 +237,7 @@ class Ingestor:
                 f"{self.embedder.model_id}; nothing was written",
                 hint="ingest into a new index, or use the index's embedder",
             )
+        filterable = fields_from_mapping(props.get("meta_filter"), index=index)
         if meta.get("embedding_model") != self.embedder.model_id:
             try:
                 self._put_meta(index)
@@ -239,6 +245,7 @@ class Ingestor:
                 raise translate_es_error(
                     exc, url=self.client.url, what=f"recording the model on {index}"
                 ) from exc
+        self._filterable[index] = filterable
         self._checked.add(index)
 
     @_on_connection_failure
@@ -393,7 +400,9 @@ class Ingestor:
             raise translate_es_error(exc, what="reading existing chunks") from exc
         work = _BatchWork()
         for doc in batch:
-            self._plan_one(doc, existing.get(doc.id, []), now, report, work)
+            self._plan_one(
+                doc, existing.get(doc.id, []), now, report, work, self._filterable.get(index, ())
+            )
         actions = self._embedded(work.records, index, tenant, report)
         later: list[dict[str, Any]] = [
             *(
@@ -421,12 +430,21 @@ class Ingestor:
         now: datetime,
         report: IngestReport,
         work: _BatchWork,
+        filterable: FilterableFields = (),
     ) -> None:
-        """Skip ``doc``, or add its chunk records, supersede updates and deletes to ``work``."""
+        """Skip ``doc``, or add its chunk records, supersede updates and deletes to ``work``.
+        A value of the wrong type in a ``filterable`` field refuses the document, reported."""
         report.documents += 1
         if doc.acl_unset:
             report.default_acl += 1
             doc = doc.with_acl(self.default_acl)
+        try:
+            meta_filter = filter_values(doc.metadata, filterable)
+        except ValueError as exc:
+            report.failed_documents.append(
+                {"doc_id": doc.id, "tenant": doc.tenant, "reason": f"{exc}; nothing was written"}
+            )
+            return
         chunks = self.chunker(doc)
         plan = plan_document(
             doc,
@@ -434,6 +452,7 @@ class Ingestor:
             stored,
             prompt_version=self.contextualizer.prompt_version,
             embedding_model=self.embedder.model_id,
+            meta_filter=meta_filter,
         )
         if plan.action == "skip":
             report.skipped_unchanged += 1
@@ -449,6 +468,7 @@ class Ingestor:
                 chunks=chunks,
                 headers=headers,
                 superseded_by=plan.superseded_by,
+                meta_filter=meta_filter,
             )
         )
         work.supersede.extend(plan.supersede)
@@ -609,4 +629,5 @@ _EXISTING_FIELDS = (
     "superseded_by",
     "valid_to",
     "tenant",
+    "meta_filter",
 )

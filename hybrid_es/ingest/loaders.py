@@ -23,9 +23,14 @@ Formats (``load_documents`` picks one from the path when asked for ``auto``):
 - ``folder``: a folder of ``.txt``/``.md`` files, searched recursively (hidden entries skipped).
   The id is the file's path under the folder (``contracts/kyo-h12.md``) in Unicode NFC form
   (macOS may store names decomposed; ids must be NFC), the title the first
-  Markdown ``#`` heading or else the file name, ``metadata.path`` the path. A sidecar
-  ``<file name>.meta.json`` beside a file (``kyo-h12.md.meta.json``) holds a JSON object of any
-  other Document fields (tenant, version, acl_groups, valid_from, ...; not ``body``).
+  Markdown ``#`` heading or else the file name, ``metadata.path`` the path. A Markdown file's
+  front matter (the ``---`` block at its top: :mod:`hybrid_es.ingest.front_matter`) becomes the
+  document's metadata and is not part of its body; its ``title``, when it is text, is the
+  document's title. Front matter never sets other Document fields (an ``acl_groups`` there is
+  metadata, not an ACL). A sidecar ``<file name>.meta.json`` beside a file
+  (``kyo-h12.md.meta.json``) holds a JSON object of any other Document fields (tenant, version,
+  acl_groups, valid_from, ...; not ``body``); its ``metadata`` keys win over the front matter's,
+  and ``path`` over both only where the sidecar sets it.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from hybrid_es.errors import IngestError
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.code_outline import CODE_SUFFIXES
 from hybrid_es.ingest.documents import MAX_DOCUMENT_BYTES, Document, validation_summary
+from hybrid_es.ingest.front_matter import split_front_matter
 from hybrid_es.ingest.jsonlines import (
     MAX_LINE_BYTES,
     describe_json_error,
@@ -299,13 +305,26 @@ def _folder_item(
         if "body" in loaded:
             return IngestError(f"{sidecar}: must not set body; the body is the file {path.name}")
         meta = loaded
+    sidecar_metadata = meta.get("metadata") or {}
+    if not isinstance(sidecar_metadata, dict):
+        return IngestError(f"{sidecar}: metadata must be a JSON object")
+    front: dict[str, Any] = {}
+    if path.suffix.lower() in (".md", ".markdown"):
+        try:
+            found, body = split_front_matter(body)
+        except ValueError as exc:
+            return IngestError(f"{path}: {exc}")
+        front = found or {}
+    front_title = front.get("title")
     data: dict[str, Any] = {
         "id": doc_id,
-        "title": _title(body, path),
+        "title": front_title.strip()
+        if isinstance(front_title, str) and front_title.strip()
+        else _title(body, path),
         "source_type": "code" if path.suffix.lower() in CODE_SUFFIXES else "document",
         **meta,
         "body": body,
-        "metadata": {"path": rel, **(meta.get("metadata") or {})},
+        "metadata": {**front, "path": rel, **sidecar_metadata},
     }
     try:
         doc = Document.model_validate(prepare_record(data, options))

@@ -1,15 +1,16 @@
 """Chunk records and the skip/write decision of ingestion. Pure: no client, no model, no clock.
 
 :func:`build_chunk_records` gives the stored form of a document's chunks (seed 002's three text
-fields, the ids, the three hashing markers and the policy fields); :func:`plan_document` decides,
-from what is stored, whether a document is skipped, written (with which deletes and supersede
-updates) or refused. ``hybrid_es.ingest.indexer`` does the I/O around them.
+fields and the folded copies BM25 matches on, the ids, the three hashing markers and the policy
+fields); :func:`plan_document` decides, from what is stored, whether a document is skipped,
+written (with which deletes and supersede updates) or refused. ``hybrid_es.ingest.indexer`` does
+the I/O around them.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from hybrid_es.ingest.chunking import Chunk, chunk_document
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
 from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms, code_terms
+from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.retrieval.identifiers import extract_identifiers
 
 
@@ -41,11 +43,14 @@ def build_chunk_records(
     size: int = 200,
     overlap: int = 40,
     superseded_by: str | None = None,
+    meta_filter: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The chunk documents for ``doc``, without vectors. Pure.
 
     ``chunks`` default to :func:`chunk_document` (estimated token counts); ``headers``
     to the extractive ones. ``superseded_by`` marks a version older than one already stored.
+    ``meta_filter``: the document's values of the declared filterable fields
+    (``metadata_fields.filter_values``), written to every chunk's ``meta_filter`` when any.
     """
     chunks = list(chunks) if chunks is not None else chunk_document(doc, size=size, overlap=overlap)
     if headers is None:
@@ -54,9 +59,13 @@ def build_chunk_records(
         raise ValueError(f"{len(headers)} headers for {len(chunks)} chunks of {doc.id}")
     doc_hash = doc.content_hash()
     doc_ids = [*doc.contract_ids, *doc.room_codes, *doc.booking_ids, *doc.property_ids]
+    # What BM25 matches on is folded (Traditional Chinese as Simplified, full width as ASCII:
+    # retrieval.folding); what is stored and shown keeps the text as written.
+    title_folded = fold_for_matching(doc.title)
     records = []
     for ch, header in zip(chunks, headers, strict=True):
         payload = search_payload(header.text, ch.text)
+        folded = fold_for_matching(payload)
         ids: dict[str, str] = {}
         for v in (*doc_ids, *extract_identifiers(ch.text), *extract_identifiers(header.text)):
             ids.setdefault(v.lower(), v)
@@ -69,8 +78,10 @@ def build_chunk_records(
             "context_header": header.text,
             "raw_chunk_text": ch.text,
             "search_payload": payload,
-            "search_terms": client_terms(payload),
-            "code_terms": code_terms(payload),
+            "search_folded": folded,
+            "title_folded": title_folded,
+            "search_terms": client_terms(folded),
+            "code_terms": code_terms(folded),
             "analysis_version": ANALYSIS_VERSION,
             "ids": sorted(ids.values(), key=str.lower),
             "doc_hash": doc_hash,
@@ -81,6 +92,8 @@ def build_chunk_records(
             "metadata": doc.metadata,
             **doc.policy_fields(),
         }
+        if meta_filter:
+            rec["meta_filter"] = dict(meta_filter)
         if superseded_by and not doc.superseded_by:
             rec["superseded_by"] = superseded_by
         records.append(rec)
@@ -107,13 +120,16 @@ def plan_document(
     *,
     prompt_version: str,
     embedding_model: str,
+    meta_filter: Mapping[str, Any] | None = None,
 ) -> DocumentPlan:
     """Skip or write ``doc``, given its ``chunks`` and the ``stored`` chunks (any version) of the
     same tenant with the same document id. Pure.
 
     Skipped only when the stored chunks of this version are exactly the expected ids, each with
     the document's hash, its own text's hash, a header from ``prompt_version`` and vectors from
-    ``embedding_model``, and no older version is left un-superseded. Another tenant's document
+    ``embedding_model``, the filterable values ``meta_filter`` (so a field declared, removed or
+    retyped since the chunks were written rewrites them, the document unchanged), and no older
+    version is left un-superseded. Another tenant's document
     with the same id is another document (its chunks are keyed by its tenant), so it never takes
     part here: raises ValueError if ``stored`` holds one, which would be a caller's bug.
     """
@@ -134,6 +150,7 @@ def plan_document(
             and made_by(c.get("header_prompt_version"), prompt_version)
             and c.get("embedding_model") == embedding_model
             and c.get("analysis_version") == ANALYSIS_VERSION
+            and (c.get("meta_filter") or {}) == dict(meta_filter or {})
             for c in same
         )
         if unchanged:

@@ -239,13 +239,26 @@ def rules(principal: Principal, scope: RequestScope, now: datetime) -> list[Rule
     return out
 
 
-def policy_filter(principal: Principal, scope: RequestScope, now: datetime) -> dict[str, Any]:
-    """The single filter clause that every retriever leaf must carry."""
+def policy_filter(
+    principal: Principal,
+    scope: RequestScope,
+    now: datetime,
+    *,
+    narrowed_by: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The single filter clause that every retriever leaf must carry.
+
+    ``narrowed_by``: the caller's own filter, already translated (``filters.translate_filter``),
+    appended as the last clause of the same ``bool.filter``: ANDed with every rule, so it can
+    only narrow what the rules admit (its own ``$or`` and ``$not`` stay inside it), and every
+    leaf that carries the policy carries it too. The rules' clauses are unchanged by it."""
     filters: list[dict[str, Any]] = []
     must_not: list[dict[str, Any]] = []
     for r in rules(principal, scope, now):
         filters.extend(r.filter)
         must_not.extend(r.must_not)
+    if narrowed_by is not None:
+        filters.append(narrowed_by)
     return {"bool": {"filter": filters, "must_not": must_not}}
 
 

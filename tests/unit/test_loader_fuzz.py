@@ -31,6 +31,7 @@ from hybrid_es.ingest import documents, jsonlines
 from hybrid_es.ingest.documents import MAX_VERSION
 from hybrid_es.ingest.jsonlines import MAX_NESTING
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_beir, load_jsonl
+from hybrid_es.metadata_fields import MAX_METADATA_DEPTH
 from tests.conftest import examples
 
 TENANT = "demo-A"
@@ -79,7 +80,10 @@ def _record(draw: Draw, fmt: str, i: int) -> dict[str, Any]:
     if draw(st.booleans()):
         rec["tenant"] = TENANT
     if draw(st.booleans()):
-        rec["metadata"] = {"m": _nested(draw(_leaf), draw(st.integers(0, MAX_NESTING - 2)))}
+        # Within both limits: the line's nesting and what metadata may hold (a record whose
+        # metadata is too deep is refused as a document, not as a line: test_metadata_ingest).
+        deepest = min(MAX_NESTING, MAX_METADATA_DEPTH) - 2
+        rec["metadata"] = {"m": _nested(draw(_leaf), draw(st.integers(0, deepest)))}
     return rec
 
 
