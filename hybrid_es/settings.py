@@ -18,6 +18,7 @@ from pydantic_settings import (
 
 from hybrid_es.client_options import parse_client_options
 from hybrid_es.errors import ConfigurationError
+from hybrid_es.metadata_fields import FilterableFields, parse_filterable_fields
 from hybrid_es.tenancy import IndexLayout, TenancyMode
 
 DEFAULT_CHUNKS_INDEX = "hybrid-es-chunks"
@@ -130,6 +131,11 @@ class Settings(BaseSettings):
     ``scripts/bench_fusion.py`` across every collection: docs/evaluation.md) or ``rrf``."""
     fusion_alpha: float = Field(default=0.4, ge=0.0, le=1.0)
     """The dense leg's weight in linear fusion (``retrieval.fusion.DEFAULT_ALPHA``)."""
+    traces: bool = False
+    """Write a trace of every search and packet operation (``README`` "Traces and Kibana").
+    Off in the library unless set (``HYBRID_ES_TRACES=true``); the ``hybrid-es`` command line
+    turns it on unless the variable says otherwise. Applications get a traced searcher from
+    ``hybrid_es.traces.wiring.traced_searcher(settings)``."""
     trace_query_text: bool = False
     """Store the raw query text in traces (off: traces keep only its hash)."""
     packet_ttl_minutes: float = Field(default=10.0, gt=0)
@@ -138,6 +144,12 @@ class Settings(BaseSettings):
     default_acl: Literal["none", "everyone"] = "none"
     """ACL of a document that names none: ``none`` (fail closed: visible to nobody until an ACL
     is set; the production setting) or ``everyone`` (every user of its tenant)."""
+    filterable_fields: Annotated[FilterableFields, NoDecode] = ()
+    """The metadata fields a search may filter on, with their types, as
+    ``name:type,...`` (``team:keyword,year:number,published:date,draft:boolean``; empty: none):
+    ``hybrid_es.metadata_fields``. Bootstrap maps them in the chunks indices, the ingest writes
+    the documents' values of every mapped one, and the searcher refuses a filter on any other
+    field. A bad name or type is a ConfigurationError naming the entry."""
     trace_hash_key: SecretStr | None = None
     """Key of the HMAC that traces keep instead of query text. Set one per deployment so that
     equal queries group across processes; unset, each process draws a random key. Without a
@@ -208,6 +220,11 @@ class Settings(BaseSettings):
     @classmethod
     def _client_options(cls, value: Any) -> dict[str, Any]:
         return parse_client_options(value)
+
+    @field_validator("filterable_fields", mode="before")
+    @classmethod
+    def _filterable_fields(cls, value: Any) -> FilterableFields:
+        return parse_filterable_fields(value)
 
     @model_validator(mode="after")
     def _one_address(self) -> Settings:

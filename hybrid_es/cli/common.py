@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 from typing import Annotated, Any
@@ -54,9 +55,13 @@ def settings() -> Settings:
 
     _show_warnings()
     try:
-        return Settings()
+        s = Settings()
     except ValidationError as exc:
         raise configuration_error(exc) from None
+    # Traces are on in the CLI unless HYBRID_ES_TRACES says otherwise (off in the library).
+    if not any(k.upper() == "HYBRID_ES_TRACES" for k in os.environ):
+        s = s.model_copy(update={"traces": True})
+    return s
 
 
 class _WarningLine(logging.Handler):
@@ -71,7 +76,10 @@ class _WarningLine(logging.Handler):
 
 def _show_warnings() -> None:
     logger = logging.getLogger("hybrid_es")
-    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+    # Not beside --log-level/--log-format's own handler (cli.main), which shows them already.
+    if not any(
+        isinstance(h, _WarningLine) or getattr(h, "_hybrid_es_cli", False) for h in logger.handlers
+    ):
         logger.addHandler(_WarningLine(logging.WARNING))
 
 
@@ -199,22 +207,22 @@ def make_principal(
 
 
 def tracer(s: Settings) -> Any:
-    """This process's trace hooks: one background writer to the trace storage, flushed at exit.
+    """This process's trace hooks (``traces.wiring``): one background writer to the trace
+    storage, shared by every searcher and packet service of the process and flushed at exit;
+    hooks that do nothing when ``HYBRID_ES_TRACES=false``.
 
     A cluster that refuses or cannot take traces costs nothing but the drops it counts.
     """
+    from hybrid_es.traces.wiring import NoTracer, search_tracer, trace_writer
+
+    if not s.traces:
+        return NoTracer()
     if "tracer" not in _process:
         import atexit
 
-        from hybrid_es.traces.hooks import search_hook
-        from hybrid_es.traces.storage import trace_storage
-        from hybrid_es.traces.writer import TraceWriter
-
-        writer = TraceWriter(client(s), trace_storage(client(s), s))
+        writer = trace_writer(client(s), s)
         atexit.register(writer.close, 5.0)
-        _process["tracer"] = search_hook(
-            writer, query_text=s.trace_query_text, hash_key=hash_key(s)
-        )
+        _process["tracer"] = search_tracer(writer, s)
     return _process["tracer"]
 
 
@@ -223,9 +231,9 @@ _process: dict[Any, Any] = {}
 
 def hash_key(s: Settings) -> bytes:
     """The deployment's trace hash key, else this process's random one."""
-    from hybrid_es.hashing import PROCESS_KEY
+    from hybrid_es.traces.wiring import hash_key as key
 
-    return s.trace_hash_key.get_secret_value().encode() if s.trace_hash_key else PROCESS_KEY
+    return key(s)
 
 
 def make_searcher(
@@ -236,56 +244,65 @@ def make_searcher(
     warm: bool = True,
     rerank: bool = True,
 ) -> Any:
-    """A HybridSearcher for the configured indices; ``warm`` loads its models up front
-    (``HybridSearcher.warm_up``; the reranker too with ``rerank``). Commands that may not embed
-    at all, such as ``packet show``, leave them to load on first use."""
+    """A HybridSearcher for the configured indices, built and traced by the library's one
+    wiring (``traces.wiring.traced_searcher``) with this process's shared tracer; ``warm``
+    loads its models up front (``HybridSearcher.warm_up``; the reranker too with ``rerank``).
+    Commands that may not embed at all, such as ``packet show``, leave them to load on first
+    use."""
     from hybrid_es.retrieval.embedder import make_embedder
-    from hybrid_es.retrieval.queries import RetrievalParams
-    from hybrid_es.retrieval.reranker import CrossEncoderReranker
-    from hybrid_es.retrieval.searcher import HybridSearcher
+    from hybrid_es.traces.wiring import traced_searcher
 
     mode = fusion or s.fusion
     if mode not in ("auto", "native", "client"):
         raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
-    searcher = HybridSearcher(
-        client(s),
-        make_embedder(embedder or s.embedder, query_threads=s.embed_threads),
-        layout=s.layout(),
-        hash_key=hash_key(s),
-        fusion_method=s.fusion_method,  # type: ignore[arg-type]
-        alpha=s.fusion_alpha,
-        embed_batch=s.embed_batch,
-        reranker=CrossEncoderReranker(
-            s.reranker_model,
-            precision=s.reranker_precision,  # type: ignore[arg-type]
-            max_length=s.reranker_max_length,
-            threads=s.reranker_threads,
-        )
-        if s.reranker_model
-        else None,
-        fusion=mode,  # type: ignore[arg-type]
-        url=s.redacted_url(),
-        on_response=tracer(s),
-        on_error=tracer(s).on_error,
-        query_cache_size=s.query_cache_size,
-        params=RetrievalParams(
-            max_query_chars=s.max_query_chars, max_query_terms=s.max_query_terms
-        ),
+    searcher = traced_searcher(
+        s,
+        client=client(s),
+        embedder=make_embedder(embedder or s.embedder, query_threads=s.embed_threads),
+        fusion=mode,
+        tracer=tracer(s) if s.traces else None,
+        traces=s.traces,
     )
     if warm:
         searcher.warm_up(rerank=rerank)  # load the models before anything is timed
     return searcher
 
 
-def hits_table(heading: str) -> Table:
-    """The one hit table of ``search`` and ``traces show``: rank, chunk, version, per-leg ranks,
-    fused and rerank scores, authorization. Fill it with :func:`add_row`."""
+WIDE_HITS = 120
+"""Columns from which the hit table has one column per provenance field; below that (a standard
+80-column terminal, or output piped, which rich lays out at 80) each hit is one block of lines."""
+
+
+def hits_view(heading: str, rows: list[tuple[object, ...]], *, width: int | None = None) -> Table:
+    """The one hit view of ``search`` and ``traces show``. ``rows`` hold, per hit: rank, chunk,
+    version, sparse rank, dense rank, fused score, rerank score, authorization (as text).
+
+    At ``width`` (default: the console's) of :data:`WIDE_HITS` or more, a table with one column
+    each; narrower, a two-column table whose second column stacks, per hit, the chunk and version,
+    the ranks and scores, and the decision, so every field stays whole at 80 columns instead of
+    being cut to ``spa…``. Every cell goes through :func:`safe`."""
+    wide = (width or console.width) >= WIDE_HITS
     t = Table(title=title(heading))
     t.add_column("#", justify="right")
-    t.add_column("chunk", no_wrap=True)
-    for name in ("ver", "sparse", "dense", "fused", "rerank"):
-        t.add_column(name, justify="right")
-    t.add_column("authorization")
+    if wide:
+        t.add_column("chunk", no_wrap=True)
+        for name in ("ver", "sparse", "dense", "fused", "rerank"):
+            t.add_column(name, justify="right")
+        t.add_column("authorization")
+        for row in rows:
+            add_row(t, *row)
+        return t
+    t.add_column("chunk, provenance and decision")
+    for rank, chunk, ver, sparse, dense, fused, rerank, decision in rows:
+        block = Text()
+        block.append_text(safe(f"{chunk}  v{ver}", style="bold"))
+        block.append("\n")
+        block.append_text(
+            safe(f"sparse {sparse} · dense {dense} · fused {fused} · rerank {rerank}")
+        )
+        block.append("\n")
+        block.append_text(safe(decision))
+        t.add_row(safe(rank), block)
     return t
 
 

@@ -7,6 +7,8 @@ context that an application hands to the library.
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 from typing import Annotated
 
@@ -34,9 +36,75 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+class _JsonLines(logging.Formatter):
+    """One JSON object per line: time (UTC, ISO 8601), level, logger, message (and the
+    exception's class and text where there is one)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from datetime import UTC, datetime
+
+        line = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and record.exc_info[0] is not None:
+            line["error"] = f"{record.exc_info[0].__name__}: {record.exc_info[1]}"
+        return json.dumps(line, ensure_ascii=True, default=str)
+
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _configure_logging(level: str | None, fmt: str) -> None:
+    """``--log-level``/``--log-format``: hybrid-es's log records (and only those) at ``level`` on
+    stderr, as text or JSON lines. Without ``--log-level`` the defaults stand: warnings as
+    ``warning:`` lines (``common.settings``)."""
+    if level is None:
+        if fmt != "text":
+            level = "WARNING"
+        else:
+            return
+    if level.upper() not in _LEVELS:
+        raise typer.BadParameter(
+            f"{level!r} is not one of {', '.join(_LEVELS)}", param_hint="--log-level"
+        )
+    if fmt not in ("text", "json"):
+        raise typer.BadParameter(f"{fmt!r} is not text or json", param_hint="--log-format")
+    logger = logging.getLogger("hybrid_es")
+    for h in [h for h in logger.handlers if getattr(h, "_hybrid_es_cli", False)]:
+        logger.removeHandler(h)
+    handler = logging.StreamHandler(sys.stderr)
+    handler._hybrid_es_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(
+        _JsonLines()
+        if fmt == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    logger.propagate = False
+    _state["logging"] = True
+
+
 @app.callback()
 def _root(
     debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False,
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            help="Log hybrid-es's records at this level on stderr: DEBUG, INFO, WARNING, ERROR.",
+        ),
+    ] = None,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            help="text, or json: one object per line (time, level, logger, message).",
+        ),
+    ] = "text",
     version: Annotated[
         bool,
         typer.Option(
@@ -45,6 +113,7 @@ def _root(
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    _configure_logging(log_level, log_format)
 
 
 def _register() -> None:

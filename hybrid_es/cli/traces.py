@@ -20,7 +20,7 @@ from hybrid_es.cli.common import (
     client,
     console,
     emit_json,
-    hits_table,
+    hits_view,
     make_principal,
     safe,
     settings,
@@ -206,10 +206,8 @@ def _print_trace(doc: dict[str, Any]) -> None:
 
     candidates = _v(doc, f"{NS}.candidates") or []
     if candidates:
-        ct = hits_table(f"{len(candidates)} hit(s)")
-        for c in sorted(candidates, key=lambda c: c.get("final_rank", 0)):
-            add_row(
-                ct,
+        rows: list[tuple[object, ...]] = [
+            (
                 c.get("final_rank", ""),
                 c.get("chunk_id", ""),
                 c.get("source_version", ""),
@@ -219,7 +217,9 @@ def _print_trace(doc: dict[str, Any]) -> None:
                 _opt(c.get("rerank_score"), "{:.3f}"),
                 c.get("authorization", ""),
             )
-        console.print(ct)
+            for c in sorted(candidates, key=lambda c: c.get("final_rank", 0))
+        ]
+        console.print(hits_view(f"{len(candidates)} hit(s)", rows, width=console.width))
 
 
 def _opt(value: Any, fmt: str = "{}") -> str:

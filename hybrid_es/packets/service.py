@@ -25,16 +25,20 @@ trace writer), so reuse rate and packet build p50/p95 can be shown.
 
 from __future__ import annotations
 
+import functools
+
 # One module for the packet flow: build, refresh, revalidate, render and release share the
 # ownership rules of the docstring, which read best beside every operation that enforces them.
 import logging
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
+from hybrid_es import telemetry
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import BadQueryError, HybridEsError, ManifestConflictError
@@ -53,6 +57,7 @@ from hybrid_es.packets.store import PacketStore, Stored
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
 from hybrid_es.retrieval.policy import POLICY_VERSION, policy_filter
 from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -78,17 +83,50 @@ SECTION_OF = {
 }
 
 Event = dict[str, Any]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _spanned(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """The operation in an OpenTelemetry span ``hybrid_es.packet.<name>`` (``telemetry``: a
+    no-op without it); no case id, query or member text goes on it, only the outcome."""
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with telemetry.span(f"hybrid_es.packet.{name}") as sp:
+                out = fn(*args, **kwargs)
+                verdict = out[0] if isinstance(out, tuple) else out
+                if isinstance(verdict, Verdict):
+                    sp.set(verdict=verdict.kind, reasons=len(verdict.reasons))
+                if isinstance(out, Stored):
+                    sp.set(members=len(out.manifest.members))
+                return out
+
+        return run
+
+    return wrap
+
+
+MAX_LATENCIES = 10_000
+"""Latencies kept per operation: the most recent ones (a long-lived process keeps no more)."""
 
 
 @dataclass
 class PacketMetrics:
-    """Per-operation latencies (ms) and verdict counts for this process."""
+    """Per-operation latencies (ms; the latest :data:`MAX_LATENCIES` of each) and verdict counts
+    for this process: bounded, whatever the traffic (OpenTelemetry's histograms,
+    ``hybrid_es.telemetry``, keep the whole distribution)."""
 
-    latencies: dict[str, list[float]] = field(default_factory=dict)
+    latencies: dict[str, deque[float]] = field(default_factory=dict)
     verdicts: dict[str, int] = field(default_factory=dict)
+    max_latencies: int = MAX_LATENCIES
 
     def record(self, op: str, ms: float, verdict: str | None = None) -> None:
-        self.latencies.setdefault(op, []).append(ms)
+        kept = self.latencies.get(op)
+        if kept is None:
+            kept = self.latencies[op] = deque(maxlen=self.max_latencies)
+        kept.append(ms)
         if verdict:
             self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
 
@@ -99,7 +137,7 @@ class PacketMetrics:
 
     def percentiles(self, op: str) -> tuple[float, float]:
         """(p50, p95) of an operation's latency; (0, 0) when it never ran."""
-        xs = sorted(self.latencies.get(op, []))
+        xs = sorted(self.latencies.get(op, ()))
         if not xs:
             return 0.0, 0.0
         if len(xs) == 1:
@@ -129,6 +167,46 @@ class PacketService:
         self.max_members = max_members
         self.on_event = on_event
         self.metrics = PacketMetrics()
+        self._owns_searcher = False
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings | None = None,
+        *,
+        searcher: HybridSearcher | None = None,
+        store: PacketStore | None = None,
+        **kwargs: Any,
+    ) -> PacketService:
+        """A packet service configured by ``settings`` (default: from the environment), traced
+        as the searcher is: its packet operations go to the searcher's trace writer
+        (``traces.wiring``; with ``HYBRID_ES_TRACES``). Without ``searcher`` one is made
+        (``traced_searcher(settings)``) and :meth:`close` closes it; a searcher given stays the
+        caller's to close. ``kwargs``: the constructor's (``ttl``, ``max_members``,
+        ``on_event``)."""
+        from hybrid_es.traces.wiring import traced_searcher, tracer_of
+
+        s = settings if settings is not None else Settings()
+        owned = searcher is None
+        searcher = searcher if searcher is not None else traced_searcher(s)
+        tracer = tracer_of(searcher)
+        if tracer is not None and "on_event" not in kwargs:
+            kwargs["on_event"] = tracer.packet_event
+        kwargs.setdefault("ttl", timedelta(minutes=s.packet_ttl_minutes))
+        service = cls(searcher, store or PacketStore(searcher.client, s.packets_index), **kwargs)
+        service._owns_searcher = owned
+        return service
+
+    def close(self) -> dict[str, Any]:
+        """Close the searcher this service made (:meth:`from_settings`), flushing its traces;
+        its ``close()`` result ({} for a searcher the caller gave)."""
+        return self.searcher.close() if self._owns_searcher else {}
+
+    def __enter__(self) -> PacketService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- build and refresh --------------------------------------------------------------------
 
@@ -181,6 +259,7 @@ class PacketService:
             },
         )
 
+    @_spanned("build")
     def build(
         self,
         case_id: str,
@@ -212,6 +291,7 @@ class PacketService:
         self._done("packet_build", t, principal, manifest.packet_id, None, ())
         return stored
 
+    @_spanned("refresh")
     def refresh(self, pid: str, principal: Principal, *, now: datetime | None = None) -> Stored:
         """Re-run retrieval for the same query scope and write the next version (owner only).
 
@@ -267,6 +347,7 @@ class PacketService:
         kept = tuple(x for x in m.members if x.chunk_id in visible)
         return m.model_copy(update={"members": kept}), len(m.members) - len(kept)
 
+    @_spanned("validate")
     def validate(
         self,
         pid: str,
@@ -321,6 +402,7 @@ class PacketService:
         index = self.searcher.layout.chunks_for(manifest.tenant)
         return observe(self.client, index, self.corpus_state, manifest, principal, now)
 
+    @_spanned("render")
     def render(
         self,
         pid: str,
@@ -391,6 +473,7 @@ class PacketService:
     ) -> None:
         ms = round((time.perf_counter() - t0) * 1000, 3)
         self.metrics.record(op, ms, verdict)
+        telemetry.record_packet(op, ms, verdict)
         if self.on_event is not None:
             self.on_event(
                 principal,

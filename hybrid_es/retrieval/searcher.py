@@ -6,8 +6,9 @@ authorization decisions from ``policy``. Each stage has typed input and output, 
 dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker changes
 ``stages.rerank_stage`` only:
 
-1. **prepare** validates the input, resolves the caller's chunks index (by tenancy layout) and
-   builds the policy filter once;
+1. **prepare** validates the input (the caller's metadata filter is translated, or refused,
+   before any request), resolves the caller's chunks index (by tenancy layout) and builds the
+   policy filter once, the caller's filter inside it (``filters``, ``policy.policy_filter``);
 2. **retrieve** sends both legs (and the native ``rrf`` body where the cluster runs it) in one
    ``_msearch`` after ``assert_policy`` checked every body, and fuses; the legs return ids and
    scores only, and the records of the fused head (the hits asked for, or the rerank pool) are
@@ -26,12 +27,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
 
+from hybrid_es import telemetry
 from hybrid_es.cluster.capabilities import fuses_per_shard, native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
@@ -39,6 +41,7 @@ from hybrid_es.errors import (
     AuthenticationError,
     BadQueryError,
     CapabilityMissingError,
+    ConfigurationError,
     EngineError,
     HybridEsError,
     ModelError,
@@ -47,6 +50,11 @@ from hybrid_es.errors import (
 )
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
 from hybrid_es.identity import local_chunk_id
+from hybrid_es.metadata_fields import (
+    FilterableField,
+    fields_from_mapping,
+    parse_filterable_fields,
+)
 from hybrid_es.models import (
     FusionPath,
     Pipeline,
@@ -63,6 +71,7 @@ from hybrid_es.retrieval.dialects import (
     is_hybrid_dls_refusal,
 )
 from hybrid_es.retrieval.embedder import Embedder, covers
+from hybrid_es.retrieval.filters import filter_summary, translate_filter
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     SOURCE_EXCLUDES,
@@ -106,6 +115,9 @@ class HybridSearcher:
     digests of queries and request bodies (``hybrid_es.hashing``). ``query_cache_size``: query
     vectors kept (``vector_cache``; 0: none); ``embed_batch``: most concurrent queries embedded in
     one model call (``query_batcher``; 1: each alone). :meth:`warm_up` loads the models up front.
+    ``filterable_fields``: the metadata fields a search's ``filters`` may name, with their types
+    (``HYBRID_ES_FILTERABLE_FIELDS``'s text, a name-to-type mapping, or
+    ``metadata_fields.FilterableField``s; none by default: every filter is refused).
     """
 
     def __init__(
@@ -129,8 +141,10 @@ class HybridSearcher:
         on_error: OnError | None = None,
         query_cache_size: int = DEFAULT_QUERY_CACHE_SIZE,
         embed_batch: int = DEFAULT_EMBED_BATCH,
+        filterable_fields: Iterable[FilterableField] | Mapping[str, str] | str = (),
     ) -> None:
         self.client = as_engine(client, url=url)
+        self.filterable_fields = parse_filterable_fields(filterable_fields)
         self.dialect: Dialect = dialect_for(self.client.flavor)
         self.embedder = embedder
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
@@ -153,6 +167,8 @@ class HybridSearcher:
             lambda texts: self.embedder.embed_queries(texts), max_batch=embed_batch
         )
         self._model_checked: set[str] = set()
+        self._mapped_filters: dict[str, list[tuple[str, Any]]] = {}
+        """Per index, the ``meta_filter`` mapping of each index behind it, where readable."""
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
             raise BadQueryError(
@@ -164,6 +180,38 @@ class HybridSearcher:
         self.corpus_state = CorpusState(
             self.client, corpus_state_index or self.layout.corpus_state, url=url
         )
+        self._closers: list[tuple[str, Callable[[], Any]]] = []
+        self._closed: dict[str, Any] | None = None
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def add_closer(self, name: str, closer: Callable[[], Any]) -> None:
+        """Run ``closer`` when the searcher is closed (what attached hooks own: the trace
+        writer, ``hybrid_es.traces.wiring``); its result is reported under ``name``."""
+        self._closers.append((name, closer))
+
+    def close(self) -> dict[str, Any]:
+        """Close what was attached with :meth:`add_closer` (flushing the trace writer), once, in
+        reverse order; returns each closer's result by name (``traces``: the writer's final
+        counters, drops included). A failing closer is logged and reported as its exception,
+        never raised. The searcher itself holds no thread or connection of its own to close:
+        the client stays the caller's."""
+        if self._closed is None:
+            out: dict[str, Any] = {}
+            for name, closer in reversed(self._closers):
+                try:
+                    out[name] = closer()
+                except Exception as exc:
+                    log.warning("closing %s failed: %s: %s", name, type(exc).__name__, exc)
+                    out[name] = exc
+            self._closed = out
+        return self._closed
+
+    def __enter__(self) -> HybridSearcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def index_for(self, principal: Principal) -> str:
         """The chunks index this caller searches."""
@@ -230,6 +278,7 @@ class HybridSearcher:
                     self._model_checked.add(index)
                 return
             raise
+        self._mapped_filters[index] = _meta_filters(mappings)
         for name, mapping in mappings.items():
             meta = mapping.get("_meta", {})
             model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
@@ -301,8 +350,16 @@ class HybridSearcher:
         rerank: bool = True,
         rerank_depth: int = 50,
         now: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> SearchResponse:
         """Run one hybrid search for ``principal``.
+
+        ``filters`` narrows the search to records whose declared metadata fields match, in the
+        neutral grammar of :mod:`hybrid_es.retrieval.filters` (``{"team": "ops", "year":
+        {"$gte": 2024}}``); it is ANDed with the policy inside every leaf and can never widen
+        what the caller may see. A filter that is malformed or names a field that is not
+        declared filterable (a policy field never is) raises FilterError (a BadQueryError)
+        before any request is sent.
 
         Returns a :class:`SearchResponse` whose hits carry full provenance. Raises BadQueryError
         for bad input, UnknownTenantError for a tenant with no corpus, EngineError subclasses for
@@ -317,21 +374,65 @@ class HybridSearcher:
         timings: dict[str, float] = {}
         t_all = time.perf_counter()
         trace_id = uuid.uuid4().hex
-        try:
-            req = self.prepare(
-                query, principal, scope, top_k, rerank, rerank_depth, now, trace_id=trace_id
+        # Stage spans and metrics (``hybrid_es.telemetry``; no-ops without OpenTelemetry). The
+        # stages the timings do not hold (prepare, authorize, assemble) are timed for the
+        # metrics only, so responses and traces keep their keys.
+        staged: dict[str, float] = {}
+        path: str | None = None
+        with telemetry.span("hybrid_es.search", trace_id=trace_id, top_k=top_k) as root:
+            try:
+                t = time.perf_counter()
+                with telemetry.span("hybrid_es.prepare"):
+                    req = self.prepare(
+                        query,
+                        principal,
+                        scope,
+                        top_k,
+                        rerank,
+                        rerank_depth,
+                        now,
+                        trace_id=trace_id,
+                        filters=filters,
+                    )
+                staged["prepare"] = ms_since(t)
+                with telemetry.span("hybrid_es.retrieve") as sp:
+                    retrieved = self.retrieve(req, timings)
+                    path = retrieved.path
+                    sp.set(fusion_path=path, fallback=_fallback(retrieved.path, retrieved.reason))
+                with telemetry.span("hybrid_es.read_records") as sp:
+                    retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
+                    sp.set(candidates=len(retrieved.candidates))
+                t = time.perf_counter()
+                with telemetry.span("hybrid_es.authorize"):
+                    authorized = authorize_stage(req, retrieved.candidates)
+                staged["authorize"] = ms_since(t)
+                with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
+                    reranked = rerank_stage(req, authorized, self.reranker, timings)
+                t = time.perf_counter()
+                timings["total"] = ms_since(t_all)
+                with telemetry.span("hybrid_es.assemble"):
+                    response = assemble(
+                        req, retrieved, authorized, reranked, timings, self.hash_key
+                    )
+                staged["assemble"] = ms_since(t)
+            except Exception as exc:
+                if isinstance(exc, HybridEsError):
+                    exc.trace_id = exc.trace_id or trace_id
+                    if self.on_error is not None:
+                        _notify(self.on_error, principal, query, exc, dict(timings))
+                telemetry.record_search({**timings, **staged}, fusion_path=path, error=exc)
+                raise
+            fallback = _fallback(response.fusion_path, response.fusion_reason)
+            root.set(
+                fusion_path=response.fusion_path,
+                fallback=fallback,
+                hits=len(response.hits),
+                candidates=response.candidates,
+                reranked=response.reranked,
             )
-            retrieved = self.retrieve(req, timings)
-            retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
-            authorized = authorize_stage(req, retrieved.candidates)
-            reranked = rerank_stage(req, authorized, self.reranker, timings)
-            timings["total"] = ms_since(t_all)
-            response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
-        except HybridEsError as exc:
-            exc.trace_id = exc.trace_id or trace_id
-            if self.on_error is not None:
-                _notify(self.on_error, principal, query, exc, dict(timings))
-            raise
+            telemetry.record_search(
+                {**timings, **staged}, fusion_path=response.fusion_path, fallback=fallback
+            )
         if self.on_response is not None:
             _notify(self.on_response, principal, response, req.text)
         return response
@@ -347,9 +448,12 @@ class HybridSearcher:
         now: datetime | None,
         *,
         trace_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> SearchRequest:
         """Validate the request, check the caller's tenant and index, build the filter once.
-        ``trace_id`` (default: a new one) is the search's, sent as ``X-Opaque-Id``."""
+        ``trace_id`` (default: a new one) is the search's, sent as ``X-Opaque-Id``. The
+        caller's ``filters`` are translated (FilterError) before the first request, and placed
+        inside the policy filter."""
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
         if not 1 <= rerank_depth <= self.params.window:
@@ -358,12 +462,15 @@ class HybridSearcher:
                 f"got {rerank_depth}"
             )
         text = clean_query(query, self.params.max_query_chars)
+        narrowing = translate_filter(filters, self.filterable_fields)
         scope = scope or RequestScope()
         now = now or datetime.now(UTC)
         if principal.tenant not in self._known_tenants:
             self.corpus_state.watermark(principal.tenant)  # UnknownTenantError if it has none
             self._known_tenants.add(principal.tenant)
         self.check_model(principal)
+        if narrowing is not None:
+            self._check_filter_mapped(self.index_for(principal), filters)
         return SearchRequest(
             text=text,
             principal=principal,
@@ -373,9 +480,47 @@ class HybridSearcher:
             rerank=rerank,
             rerank_depth=rerank_depth,
             index=self.index_for(principal),
-            policy=policy_filter(principal, scope, now),
+            policy=policy_filter(principal, scope, now, narrowed_by=narrowing),
             trace_id=trace_id or uuid.uuid4().hex,
         )
+
+    def _check_filter_mapped(self, index: str, filters: Mapping[str, Any] | None) -> None:
+        """Refuse a filter on a declared field that the index does not map with the declared
+        type (declared after the last bootstrap, or mapped otherwise), where the caller may read
+        the mapping: the engine would match nothing (or, for ``$ne``, everything) in silence.
+        The mapping read by :meth:`check_model` is read again once before refusing (a bootstrap
+        since may have added the field). Raises ConfigurationError naming the field and index."""
+        used = sorted(
+            {e.split(":", 1)[0] for e in filter_summary(filters) if not e.startswith("$")}
+        )
+        problem = self._filter_mapping_problem(index, used)
+        if problem is not None:
+            try:
+                mappings = self.client.get_mapping(index)
+            except EngineError:
+                mappings = None
+            if mappings is not None:
+                self._mapped_filters[index] = _meta_filters(mappings)
+                problem = self._filter_mapping_problem(index, used)
+        if problem is not None:
+            raise ConfigurationError(
+                problem,
+                hint="run `hybrid-es bootstrap --force` with the same "
+                "HYBRID_ES_FILTERABLE_FIELDS (for a changed type, re-create the index first), "
+                "then re-ingest",
+            )
+
+    def _filter_mapping_problem(self, index: str, used: list[str]) -> str | None:
+        declared = {f.name: f.type for f in self.filterable_fields}
+        for name, meta_filter in self._mapped_filters.get(index, []):
+            mapped = {f.name: f.type for f in fields_from_mapping(meta_filter, index=name)}
+            for field in used:
+                if mapped.get(field) != declared[field]:
+                    have = mapped.get(field)
+                    return f"{field} is declared filterable as {declared[field]}, but index " + (
+                        f"{name} maps it as {have}" if have else f"{name} does not map it"
+                    )
+        return None
 
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
         """Both legs (and the native fusion where it runs) in one round trip, fused."""
@@ -393,7 +538,8 @@ class HybridSearcher:
         vector = None
         if path != "bm25-only":
             t = time.perf_counter()
-            vector = self.query_vector(req.principal.tenant, req.text)
+            with telemetry.span("hybrid_es.embed"):
+                vector = self.query_vector(req.principal.tenant, req.text)
             timings["embed"] = ms_since(t)
         try:
             retrieved = self._retrieve(path, reason, vector, req, timings)
@@ -549,15 +695,16 @@ class HybridSearcher:
         legs, native = self._bodies(path, vector, req)
         names = list(legs)
         t = time.perf_counter()
-        try:
-            responses, digest = self._msearch(_searches(legs, native), req)
-        except _HybridUnderDls:
-            # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
-            # (neural-search#1303); a suggest section is the known workaround, and DLS still
-            # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
-            self._dls_suggest = True
-            legs, native = self._bodies(path, vector, req)
-            responses, digest = self._msearch(_searches(legs, native), req)
+        with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(names)):
+            try:
+                responses, digest = self._msearch(_searches(legs, native), req)
+            except _HybridUnderDls:
+                # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
+                # (neural-search#1303); a suggest section is the known workaround, and DLS still
+                # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
+                self._dls_suggest = True
+                legs, native = self._bodies(path, vector, req)
+                responses, digest = self._msearch(_searches(legs, native), req)
         timings["retrieval"] = ms_since(t)
         fused_resp = responses.pop(0) if native is not None else None
         if fused_resp is not None and fuses_per_shard(self.client):
@@ -571,7 +718,9 @@ class HybridSearcher:
         leg_ids = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
-        candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
+        with telemetry.span("hybrid_es.fusion", fusion_path=path) as sp:
+            candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
+            sp.set(candidates=len(candidates))
         timings["fusion"] = ms_since(t)
         return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **leg_ids}, digest)
 
@@ -663,9 +812,28 @@ def _lucene_score(hit: dict[str, Any]) -> float:
     return float(np.float32(hit["_score"]))
 
 
+def _meta_filters(mappings: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each index's ``meta_filter`` mapping (None where it has none), from ``get_mapping``."""
+    return [(name, m.get("properties", {}).get("meta_filter")) for name, m in mappings.items()]
+
+
 def _local(hit: dict[str, Any]) -> str:
     """A returned chunk's tenant-local id (the stored ``chunk_id``, else from its key)."""
     return str(hit.get("_source", {}).get("chunk_id") or local_chunk_id(hit["_id"]))
+
+
+def _fallback(path: str, reason: str) -> str | None:
+    """Why this search did not fuse as asked (one of ``telemetry.FALLBACKS``), from the reasons
+    :meth:`HybridSearcher.retrieve` and its helpers give; None when it did."""
+    if path == "bm25-only" and "was not trained on" in reason:
+        return "script-gate"
+    if "refused at query time" in reason:
+        return "native-refused"
+    if "fuses per shard" in reason and path.startswith("client"):
+        return "per-shard"
+    if reason.startswith("auto: the cluster cannot run"):
+        return "no-native"
+    return None
 
 
 def _notify(hook: Callable[..., None], *args: Any) -> None:

@@ -165,7 +165,9 @@ def searcher(monkeypatch):
         timings_ms={"total": 1.0},
     )
     fake = SimpleNamespace(search=lambda *a, **k: response, params=SimpleNamespace(window=50))
-    monkeypatch.setattr(search, "settings", lambda: SimpleNamespace(rerank_depth=20))
+    monkeypatch.setattr(
+        search, "settings", lambda: SimpleNamespace(rerank_depth=20, filterable_fields=())
+    )
     monkeypatch.setattr(search, "make_searcher", lambda *a, **k: fake)
 
 
@@ -263,3 +265,33 @@ def test_an_error_message_is_shown_escaped(monkeypatch):
 def test_emit_json_escapes_what_json_dumps_leaves_raw(capsys):
     common.emit_json({"t": "\x7f\x9b\u202e\u2028日本"})
     assert capsys.readouterr().out == '{\n  "t": "\\u007f\\u009b\\u202e\\u2028日本"\n}\n'
+
+
+def test_every_hits_provenance_is_whole_at_80_and_at_150_columns():
+    """Issue 25: at 80 columns (or piped) the provenance table showed `spa…`, `de…`, `aut…`.
+    Narrow, each hit is a block of lines; wide, one column per field. Either way every field of
+    every hit is printed whole."""
+    from rich.console import Console
+
+    from hybrid_es.cli.common import WIDE_HITS, hits_view
+
+    decision = "allow: acl group travel-agents; v3 current; valid 2026-04-01..2027-03-31"
+    rows: list[tuple[object, ...]] = [
+        (1, "D1-current-contract::v3::c0000", 3, 1, 2, "1.000000", "-", decision),
+        (2, "D2-accessibility-note::v2::c0000", 2, "-", 1, "0.537867", "0.125", decision),
+    ]
+    for width in (80, 150):
+        buf = io.StringIO()
+        con = Console(file=buf, width=width, color_system=None)
+        con.print(hits_view("q as demo-A/agent-1", rows, width=width))
+        out = buf.getvalue()
+        assert "…" not in out and all(cell_len(line) <= width for line in out.splitlines())
+        flat = " ".join(out.split())  # the decision may wrap: its words stay whole
+        for row in rows:
+            assert str(row[1]) in out and str(row[5]) in out
+            assert all(word in flat for word in decision.split())
+        if width < WIDE_HITS:
+            assert "sparse 1 · dense 2 · fused 1.000000 · rerank -" in out
+            assert "sparse - · dense 1 · fused 0.537867 · rerank 0.125" in out
+        else:
+            assert "┃ sparse ┃" in out or "sparse" in out.splitlines()[1]

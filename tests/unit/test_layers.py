@@ -14,7 +14,8 @@ The layers, top to bottom (each may import its own layer and any layer below it)
     ingest      documents, loaders, chunking, context headers, the indexer
     retrieval   policy, queries, fusion, the searcher, embedder and cross-encoder, text analysis
     cluster     client, templates, bootstrap, capabilities, Kibana, corpus state
-    ground      models, errors, settings, identity, hashing, tenancy, textsafe, client_options
+    ground      models, errors, settings, identity, hashing, tenancy, textsafe, client_options,
+                telemetry (OpenTelemetry spans and metrics; a no-op without it)
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
 dependency), and the module graph must have no cycle.
@@ -49,6 +50,7 @@ GROUND = {
     "textsafe",
     "client_options",
     "metadata_fields",
+    "telemetry",
 }
 
 

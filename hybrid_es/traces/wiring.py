@@ -1,0 +1,201 @@
+"""One wiring of traces for applications and the CLI: a searcher built from the settings, with
+the trace hooks attached when ``Settings.traces`` (``HYBRID_ES_TRACES``) is on.
+
+::
+
+    from hybrid_es import Settings
+    from hybrid_es.traces.wiring import traced_searcher
+
+    with traced_searcher(Settings(traces=True)) as searcher:   # or HYBRID_ES_TRACES=true
+        searcher.search(query, principal, scope)
+    # leaving the block closed it: the background writer flushed what was queued
+
+``searcher.close()`` returns ``{"traces": TraceWriterStats}`` (written, dropped, errors): drops
+are counted, never raised, and a close that dropped any logs one warning. While it runs,
+:func:`trace_stats` reads the same counters. A cluster that refuses or cannot take traces costs
+a search nothing but the drops it counts (the writer's queue is bounded and ``submit`` never
+blocks; writes time out after ``request_timeout`` seconds on the writer's own thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.hashing import PROCESS_KEY
+from hybrid_es.models import Principal, SearchResponse
+from hybrid_es.retrieval.embedder import Embedder, make_embedder
+from hybrid_es.retrieval.queries import RetrievalParams
+from hybrid_es.retrieval.reranker import CrossEncoderReranker, Reranker
+from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
+from hybrid_es.traces.hooks import SearchTracer, search_hook
+from hybrid_es.traces.storage import trace_storage
+from hybrid_es.traces.writer import TraceWriter, TraceWriterStats
+
+log = logging.getLogger(__name__)
+
+_FROM_SETTINGS: Any = object()
+"""``reranker``'s default: the one ``HYBRID_ES_RERANKER_MODEL`` names, if any."""
+
+
+def hash_key(settings: Settings) -> bytes:
+    """The deployment's trace hash key (``HYBRID_ES_TRACE_HASH_KEY``), else this process's
+    random one. The searcher and its tracer must share it, so failures group with successes."""
+    key = settings.trace_hash_key
+    return key.get_secret_value().encode() if key else PROCESS_KEY
+
+
+def trace_writer(client: Engine | Any, settings: Settings, **options: Any) -> TraceWriter:
+    """A background writer to this deployment's trace storage (``trace_storage``: probed once,
+    or ``HYBRID_ES_TRACE_STORAGE``). ``options`` go to :class:`TraceWriter` (``max_queue``,
+    ``batch``, ``flush_interval``, ``request_timeout``). The caller closes it."""
+    return TraceWriter(client, trace_storage(client, settings), **options)
+
+
+def search_tracer(
+    writer: TraceWriter, settings: Settings, *, key: bytes | None = None
+) -> SearchTracer:
+    """The searcher's and packet service's hooks over ``writer``, as the settings ask (query
+    text only with ``HYBRID_ES_TRACE_QUERY_TEXT``)."""
+    return search_hook(
+        writer, query_text=settings.trace_query_text, hash_key=key or hash_key(settings)
+    )
+
+
+class _Both:
+    """Two ``on_response`` (or ``on_error``) hooks in order: the caller's, then the tracer's."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first, self.second = first, second
+
+    def __call__(self, *args: Any) -> None:
+        try:
+            self.first(*args)
+        finally:
+            self.second(*args)
+
+
+def attach_traces(
+    searcher: HybridSearcher,
+    settings: Settings,
+    *,
+    tracer: SearchTracer | None = None,
+    **writer_options: Any,
+) -> SearchTracer:
+    """Trace every search of ``searcher``: its ``on_response``/``on_error`` hooks (kept, and
+    called first, where the caller set their own). Without ``tracer`` a writer is made
+    (:func:`trace_writer`) and closed by ``searcher.close()`` (its result under ``traces``); a
+    ``tracer`` given is the caller's to close (one writer shared by a process)."""
+    if tracer is None:
+        writer = trace_writer(searcher.client, settings, **writer_options)
+        tracer = search_tracer(writer, settings, key=searcher.hash_key)
+        searcher.add_closer("traces", lambda: _close_writer(writer))
+    on_response, on_error = searcher.on_response, searcher.on_error
+    searcher.on_response = tracer if on_response is None else _Both(on_response, tracer)
+    searcher.on_error = tracer.on_error if on_error is None else _Both(on_error, tracer.on_error)
+    return tracer
+
+
+def _close_writer(writer: TraceWriter) -> TraceWriterStats:
+    stats = writer.close()
+    if stats.dropped or stats.errors:
+        log.warning(
+            "traces: %d written, %d dropped, %d error(s) writing to %s (last: %s)",
+            stats.written,
+            stats.dropped,
+            stats.errors,
+            writer.index,
+            stats.last_error,
+        )
+    return stats
+
+
+def tracer_of(searcher: HybridSearcher) -> SearchTracer | None:
+    """The tracer attached to ``searcher`` (:func:`attach_traces`), or None."""
+    hook: Any = searcher.on_response
+    while isinstance(hook, _Both):
+        hook = hook.second
+    return hook if isinstance(hook, SearchTracer) else None
+
+
+def trace_stats(searcher: HybridSearcher) -> TraceWriterStats | None:
+    """The counters of the searcher's trace writer (written, dropped, errors, queued), or None
+    when it writes no traces."""
+    tracer = tracer_of(searcher)
+    return tracer.writer.stats() if tracer is not None else None
+
+
+def traced_searcher(
+    settings: Settings | None = None,
+    *,
+    embedder: Embedder | str | None = None,
+    client: Engine | Any = None,
+    reranker: Reranker | None = _FROM_SETTINGS,
+    traces: bool | None = None,
+    tracer: SearchTracer | None = None,
+    writer_options: Mapping[str, Any] | None = None,
+    **overrides: Any,
+) -> HybridSearcher:
+    """A :class:`HybridSearcher` configured by ``settings`` (default: from the environment),
+    tracing every search when ``traces`` (default ``settings.traces``, ``HYBRID_ES_TRACES``).
+
+    ``embedder``: an embedder, or a name for ``make_embedder`` (default ``HYBRID_ES_EMBEDDER``);
+    ``client``: an engine or client (default ``connect(settings)``); ``reranker``: default the
+    cross-encoder ``HYBRID_ES_RERANKER_MODEL`` names (None: no reranker); ``tracer``: a shared
+    tracer to use instead of a writer of the searcher's own; ``overrides``: any other
+    :class:`HybridSearcher` keyword (``fusion``, ``index``, ``on_response``, ...), over what the
+    settings say. Close the searcher (``close()`` or ``with``) to flush its traces."""
+    s = settings if settings is not None else Settings()
+    engine = client if client is not None else connect(s)
+    if embedder is None or isinstance(embedder, str):
+        embedder = make_embedder(embedder or s.embedder, query_threads=s.embed_threads)
+    if reranker is _FROM_SETTINGS:
+        reranker = (
+            CrossEncoderReranker(
+                s.reranker_model,
+                precision=s.reranker_precision,  # type: ignore[arg-type]
+                max_length=s.reranker_max_length,
+                threads=s.reranker_threads,
+            )
+            if s.reranker_model
+            else None
+        )
+    kwargs: dict[str, Any] = {
+        "layout": s.layout(),
+        "hash_key": hash_key(s),
+        "fusion": s.fusion,
+        "fusion_method": s.fusion_method,
+        "alpha": s.fusion_alpha,
+        "embed_batch": s.embed_batch,
+        "filterable_fields": s.filterable_fields,
+        "reranker": reranker,
+        "url": s.redacted_url(),
+        "query_cache_size": s.query_cache_size,
+        "params": RetrievalParams(
+            max_query_chars=s.max_query_chars, max_query_terms=s.max_query_terms
+        ),
+        **overrides,
+    }
+    searcher = HybridSearcher(engine, embedder, **kwargs)
+    if (s.traces if traces is None else traces) or tracer is not None:
+        attach_traces(searcher, s, tracer=tracer, **dict(writer_options or {}))
+    return searcher
+
+
+class NoTracer:
+    """The hooks' shape, doing nothing: what the CLI hands a packet service when traces are
+    off (``HYBRID_ES_TRACES=false``)."""
+
+    def __call__(
+        self, principal: Principal, response: SearchResponse, query: str | None = None
+    ) -> None:
+        return None
+
+    def on_error(self, *args: Any) -> None:
+        return None
+
+    def packet_event(self, principal: Principal, event: Mapping[str, Any]) -> None:
+        return None

@@ -1,0 +1,140 @@
+"""``hybrid_es.telemetry`` without a cluster: a no-op without OpenTelemetry, never failing its
+caller when the backend breaks, bounded labels; the packet service's bounded latencies; the
+CLI's JSON log lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from hybrid_es import telemetry
+from hybrid_es.errors import BadQueryError, PolicyViolationError
+from hybrid_es.packets.service import PacketMetrics
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Any:
+    yield
+    telemetry.configure()
+
+
+def test_without_opentelemetry_everything_is_a_no_op(monkeypatch):
+    monkeypatch.setattr(telemetry, "ENABLED", False)
+    with telemetry.span("hybrid_es.search", top_k=3) as sp:
+        sp.set(hits=1)
+    assert telemetry.record_search({"total": 1.0}, fusion_path="client-rrf") is None
+    assert telemetry.record_packet("packet_build", 1.0, "reuse") is None
+    with pytest.raises(BadQueryError), telemetry.span("hybrid_es.search"):
+        raise BadQueryError("the caller's error passes through unchanged")
+
+
+class _Broken:
+    """A provider whose every call fails: a telemetry backend that is down or misconfigured."""
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError(f"backend down ({name})")
+
+        return fail
+
+
+def test_a_broken_backend_never_fails_or_changes_the_caller(caplog):
+    if not telemetry.ENABLED:
+        pytest.skip("opentelemetry-api is not installed")
+
+    class Provider:
+        def get_tracer(self, *a: Any) -> Any:
+            return _Broken()
+
+        def get_meter(self, *a: Any) -> Any:
+            return _Broken()
+
+    telemetry.configure(tracer_provider=Provider(), meter_provider=Provider())
+    ran = []
+    with caplog.at_level(logging.WARNING, logger="hybrid_es.telemetry"):
+        with telemetry.span("hybrid_es.search") as sp:
+            sp.set(hits=2)
+            ran.append(1)
+        telemetry.record_search({"total": 1.0}, fusion_path="client-rrf", fallback="no-native")
+        telemetry.record_packet("packet_build", 2.0)
+        with pytest.raises(PolicyViolationError), telemetry.span("hybrid_es.search"):
+            raise PolicyViolationError("refused")
+    assert ran == [1]
+    assert len(caplog.records) <= 1  # logged once a minute at most, whatever the rate
+
+
+def test_error_labels_are_a_bounded_set():
+    assert telemetry.error_reason(BadQueryError("x")) == "BadQueryError"
+    assert telemetry.error_reason(ValueError("secret query text")) == "other"
+    assert telemetry.error_reason(type("Made" + "Up", (Exception,), {})()) == "other"
+
+
+def test_spans_and_metrics_with_the_sdk_carry_only_bounded_labels():
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    reader = InMemoryMetricReader()
+    telemetry.configure(meter_provider=MeterProvider(metric_readers=[reader]))
+    for i in range(50):
+        telemetry.record_search(
+            {"total": float(i), f"made-up-{i}": 1.0},
+            fusion_path="native-rrf",
+            fallback=f"free text {i}",
+            error=ValueError(str(i)),
+        )
+        telemetry.record_packet(f"op-{i}", 1.0, f"verdict-{i}")
+    labels: set[tuple[str, str]] = set()
+    for rm in reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                for p in m.data.data_points:
+                    labels |= {(m.name, f"{k}={v}") for k, v in p.attributes.items()}
+    assert ("hybrid_es.search.fallbacks", "reason=other") in labels
+    assert ("hybrid_es.search.refusals", "reason=other") in labels
+    assert ("hybrid_es.search.duration", "stage=total") in labels
+    assert not any("made-up" in v or "free text" in v or "op-" in v for _, v in labels)
+    assert len(labels) < 12
+
+
+def test_packet_latencies_are_bounded():
+    m = PacketMetrics(max_latencies=100)
+    for i in range(10_000):
+        m.record("packet_build", float(i), "reuse" if i % 2 else "deny")
+    assert len(m.latencies["packet_build"]) == 100
+    p50, p95 = m.percentiles("packet_build")
+    assert 9_900 <= p50 <= p95 <= 9_999
+    assert m.reuse_rate == 0.5
+
+
+def test_cli_json_logs_are_one_object_per_line(capsys):
+    from hybrid_es.cli.main import _configure_logging
+
+    logger = logging.getLogger("hybrid_es")
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    try:
+        _configure_logging("INFO", "json")
+        logging.getLogger("hybrid_es.retrieval.searcher").info("stage %s took %d ms", "embed", 3)
+        logging.getLogger("hybrid_es.traces").debug("not at INFO")
+    finally:
+        logger.handlers[:] = before[2]
+        logger.setLevel(before[0])
+        logger.propagate = before[1]
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    rec = json.loads(lines[0])
+    assert set(rec) == {"time", "level", "logger", "message"}
+    assert rec["level"] == "INFO" and rec["logger"] == "hybrid_es.retrieval.searcher"
+    assert rec["message"] == "stage embed took 3 ms" and rec["time"].endswith("+00:00")
+
+
+def test_cli_refuses_an_unknown_log_level():
+    import typer
+
+    from hybrid_es.cli.main import _configure_logging
+
+    with pytest.raises(typer.BadParameter):
+        _configure_logging("LOUD", "text")
