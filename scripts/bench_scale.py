@@ -77,6 +77,7 @@ from hybrid_es.evaluation.bench import bench_client, machine, percentile, print_
 from hybrid_es.ingest.beir import read_corpus, read_queries
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records
+from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
 from hybrid_es.retrieval.dialects import dialect_for
@@ -263,6 +264,8 @@ class Synth:
                     words = src["search_payload"].split()
                     kept = [w for w in words if rnd.random() > 0.1] or words
                     src["search_payload"] = " ".join(kept)
+                    if "search_folded" in src:  # what BM25 reads (retrieval.folding)
+                        src["search_folded"] = fold_for_matching(src["search_payload"])
                     raw = src["raw_chunk_text"].split()
                     src["raw_chunk_text"] = (
                         " ".join(w for w in raw if rnd.random() > 0.1) or src["raw_chunk_text"]
