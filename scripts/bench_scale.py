@@ -77,11 +77,11 @@ from hybrid_es.evaluation.bench import bench_client, machine, percentile, print_
 from hybrid_es.ingest.beir import read_corpus, read_queries
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records
-from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
 from hybrid_es.retrieval.dialects import dialect_for
 from hybrid_es.retrieval.embedder import Embedder, make_embedder
+from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams, clean_query
 from hybrid_es.retrieval.searcher import HybridSearcher
