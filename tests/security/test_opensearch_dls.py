@@ -1,10 +1,13 @@
 """Native document-level security on OpenSearch, with real security-plugin users.
 
-Bootstrap installs each tenant's reader role (``es_templates/opensearch/roles``: a ``dls`` query
-on the tenant) and maps it to the backend role ``hybrid-es-tenant-<tenant>``; the users here are
-internal users carrying that backend role. Every request below is sent with tenant B's
-credentials and **without** hybrid-es's own policy filter: document-level security alone must keep
-tenant A's chunks out of the hybrid query, the kNN leg, get, mget, count and aggregations.
+Bootstrap installs each tenant's reader role (``es_templates/opensearch/roles``: its own index by
+name, with a ``dls`` query on the tenant) and maps it to the backend role
+``hybrid-es-tenant-<tenant>``; the users here are internal users carrying that backend role. Since
+the role names only the tenant's own index, tenant A's records are put into tenant B's own index
+here, so that document-level security is what stands between them. Every request below is sent
+with tenant B's credentials and **without** hybrid-es's own policy filter: document-level security
+alone must keep tenant A's chunks out of the hybrid query, the kNN leg, get, mget, count and
+aggregations.
 
 neural-search#1303: OpenSearch 2.19 refuses a ``hybrid`` query from a DLS user ("hybrid query
 must be a top level query"); a dummy ``suggest`` section is the known workaround. One test fails
@@ -23,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import native_fusion_works, version_tuple
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.cluster.security import install_tenant_reader
 from hybrid_es.cluster.templates import backend_role, pipeline_definition
 from hybrid_es.errors import EngineError, UnknownTenantError
 from hybrid_es.ingest.indexer import Ingestor
@@ -34,6 +37,7 @@ from hybrid_es.models import Principal
 from hybrid_es.retrieval.dialects import dls_suggest, is_hybrid_dls_refusal
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from hybrid_es.tenancy import IndexLayout
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
 
 pytestmark = [
@@ -80,9 +84,16 @@ def dls(es, settings, bootstrapped) -> Iterator[DlsWorld]:  # type: ignore[no-un
     caps = probe(es)
     if not caps.native_security_store:
         pytest.skip(f"missing capability: security plugin roles ({'; '.join(caps.notes)})")
-    bootstrap(es, caps, settings, tenants=(TENANT_A, TENANT_B), create_indices=False)
     tag = uuid.uuid4().hex[:8]
-    index, state = f"hybrid-es-chunks-dls-{tag}", f"hybrid-es-corpus-state-dls-{tag}"
+    layout = IndexLayout(
+        chunks=f"hybrid-es-chunks-dls-{tag}", corpus_state=f"hybrid-es-corpus-state-dls-{tag}"
+    )
+    # What `bootstrap --tenant` installs: each reader role names its tenant's own index only
+    # (issue 23). Document-level security on top is what this module tests, so tenant A's
+    # records are misrouted into tenant B's own index, beside B's: only DLS keeps them out.
+    for tenant in (TENANT_A, TENANT_B):
+        install_tenant_reader(es, tenant, layout)
+    index, state = layout.chunks_for(TENANT_B), layout.corpus_state
     emb = HashEmbedder()
     ing = Ingestor(es, emb, index=index, corpus_state=CorpusState(es, state))
     ingest_as_owners(ing, travel_documents(), now=NOW)
