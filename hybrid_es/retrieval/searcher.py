@@ -395,26 +395,11 @@ class HybridSearcher:
                         filters=filters,
                     )
                 staged["prepare"] = ms_since(t)
-                with telemetry.span("hybrid_es.retrieve") as sp:
-                    retrieved = self.retrieve(req, timings)
-                    path = retrieved.path
-                    sp.set(fusion_path=path, fallback=_fallback(retrieved.path, retrieved.reason))
-                with telemetry.span("hybrid_es.read_records") as sp:
-                    retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
-                    sp.set(candidates=len(retrieved.candidates))
-                t = time.perf_counter()
-                with telemetry.span("hybrid_es.authorize"):
-                    authorized = authorize_stage(req, retrieved.candidates)
-                staged["authorize"] = ms_since(t)
-                with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
-                    reranked = rerank_stage(req, authorized, self.reranker, timings)
-                t = time.perf_counter()
-                timings["total"] = ms_since(t_all)
-                with telemetry.span("hybrid_es.assemble"):
-                    response = assemble(
-                        req, retrieved, authorized, reranked, timings, self.hash_key
-                    )
-                staged["assemble"] = ms_since(t)
+                seen: list[str] = []
+                try:
+                    response = self._stages(req, timings, staged, t_all, seen)
+                finally:
+                    path = seen[0] if seen else None
             except Exception as exc:
                 if isinstance(exc, HybridEsError):
                     exc.trace_id = exc.trace_id or trace_id
@@ -435,6 +420,36 @@ class HybridSearcher:
             )
         if self.on_response is not None:
             _notify(self.on_response, principal, response, req.text)
+        return response
+
+    def _stages(
+        self,
+        req: SearchRequest,
+        timings: dict[str, float],
+        staged: dict[str, float],
+        t_all: float,
+        seen: list[str],
+    ) -> SearchResponse:
+        """retrieve -> read the records -> authorize -> rerank -> assemble, each in its span;
+        ``seen`` gets the fusion path once the legs have run (for the error metrics)."""
+        with telemetry.span("hybrid_es.retrieve") as sp:
+            retrieved = self.retrieve(req, timings)
+            seen.append(retrieved.path)
+            sp.set(fusion_path=retrieved.path, fallback=_fallback(retrieved.path, retrieved.reason))
+        with telemetry.span("hybrid_es.read_records") as sp:
+            retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
+            sp.set(candidates=len(retrieved.candidates))
+        t = time.perf_counter()
+        with telemetry.span("hybrid_es.authorize"):
+            authorized = authorize_stage(req, retrieved.candidates)
+        staged["authorize"] = ms_since(t)
+        with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
+            reranked = rerank_stage(req, authorized, self.reranker, timings)
+        t = time.perf_counter()
+        timings["total"] = ms_since(t_all)
+        with telemetry.span("hybrid_es.assemble"):
+            response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
+        staged["assemble"] = ms_since(t)
         return response
 
     def prepare(
