@@ -318,8 +318,8 @@ as_es() {
 # File-realm users and roles, rendered from es_templates/roles. They need no security index, which
 # the integ-test zip cannot create (its mapping needs analysis-common), so document-level security
 # and least privilege are testable here for real. Users (password $PASSWORD): reader-<tenant> with
-# that tenant's reader role, and hybrid-es-admin, hybrid-es-ingest and hybrid-es-app, each with
-# the role of its name. Also run on a node that is already up: the node reloads both files, so
+# that tenant's reader role, rx-reader-<tenant> with the same role over the test suite's reader
+# layout, and hybrid-es-admin, hybrid-es-ingest and hybrid-es-app, each with the role of its name. Also run on a node that is already up: the node reloads both files, so
 # roles.yml is replaced whole and only missing users are added.
 DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app"
 provision_file_realm() {
@@ -337,29 +337,25 @@ for name in sys.argv[2].split():
     line(name, json.loads((roles / f"{name}.json").read_text(encoding="utf-8")))
 def index_part(tenant):  # hybrid_es.tenancy.index_part: '_' -> '__', a capital X -> '_x'
     return "".join("__" if c == "_" else "_" + c.lower() if c.isupper() else c for c in tenant)
-# Each reader role names exactly its tenant's own indices (hybrid_es.cluster.templates.render_role)
-# in the default layout and in the test suite's reader layout (tests/security/readers.py).
-LAYOUTS = (("hybrid-es-chunks", "hybrid-es-corpus-state"),
-           ("hybrid-es-chunks-rx", "hybrid-es-corpus-state-rx"))
+# Each reader role names exactly its tenant's own indices (hybrid_es.cluster.templates.render_role):
+# hybrid-es-tenant-reader-<tenant> in the default layout, hybrid-es-rx-reader-<tenant> in the test
+# suite's reader layout (tests/security/test_reader_matrix.py), so that a wildcard from the matrix's
+# reader reaches nothing that other tests write into the default layout.
+LAYOUTS = (("hybrid-es-tenant-reader", "hybrid-es-chunks", "hybrid-es-corpus-state"),
+           ("hybrid-es-rx-reader", "hybrid-es-chunks-rx", "hybrid-es-corpus-state-rx"))
 for tenant in sys.argv[3:]:
-    role = None
-    for chunks, state in LAYOUTS:
-        filled = json.loads(template.replace("{{tenant}}", tenant)
-                            .replace("{{chunks_index}}", f"{chunks}-t-{index_part(tenant)}")
-                            .replace("{{corpus_state_index}}", state))
-        if role is None:
-            role = filled
-        else:
-            for mine, more in zip(role["indices"], filled["indices"]):
-                mine["names"] += more["names"]
-    line(f"hybrid-es-tenant-reader-{tenant}", role)
+    for prefix, chunks, state in LAYOUTS:
+        line(f"{prefix}-{tenant}",
+             json.loads(template.replace("{{tenant}}", tenant)
+                        .replace("{{chunks_index}}", f"{chunks}-t-{index_part(tenant)}")
+                        .replace("{{corpus_state_index}}", state)))
 PY
   mv "$cfg/roles.yml.new" "$cfg/roles.yml"
   touch "$cfg/users" "$cfg/users_roles"
   [ "$(id -u)" = 0 ] && chown "$RUN_USER:" "$cfg/roles.yml" "$cfg/users" "$cfg/users_roles"
   local tenant pairs=()
   for tenant in ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B}; do
-    pairs+=("reader-$tenant:hybrid-es-tenant-reader-$tenant")
+    pairs+=("reader-$tenant:hybrid-es-tenant-reader-$tenant" "rx-reader-$tenant:hybrid-es-rx-reader-$tenant")
   done
   for role in $DEPLOYMENT_ROLES; do pairs+=("$role:$role"); done
   add_users "${pairs[@]}"

@@ -46,8 +46,9 @@ LAYOUT = IndexLayout(
     traces="hybrid-es-traces-rx",
     corpus_state="hybrid-es-corpus-state-rx",
 )
-"""The layout whose indices the file-realm reader roles of ``scripts/es.sh`` name besides the
-default one (so the Elasticsearch node's readers reach exactly these)."""
+"""The layout whose indices the file-realm ``rx-reader-<tenant>`` roles of ``scripts/es.sh`` name
+(and nothing of the default layout, which other tests fill: a ``*`` from this reader must reach only
+this module's records)."""
 ALIAS_B = "hybrid-es-rx-alias-b"
 ALIAS_BOTH = "hybrid-es-rx-alias-both"
 SECRET_DELETED = "quixoticzebra"
@@ -143,8 +144,8 @@ def readers(es, settings, bootstrapped) -> Iterator[Readers]:  # type: ignore[no
         assert len(b_chunk_ids) >= 3
         if es.flavor == "opensearch":
             reader_settings = _opensearch_reader(es, settings, A)
-        else:  # scripts/es.sh's file realm: reader-<tenant>, the node's password
-            reader_settings = settings.model_copy(update={"username": f"reader-{A}"})
+        else:  # scripts/es.sh's file realm: rx-reader-<tenant> (this layout), the node's password
+            reader_settings = settings.model_copy(update={"username": f"rx-reader-{A}"})
         try:
             reader = connect(reader_settings)
         except HybridEsError as exc:
