@@ -235,6 +235,26 @@ class Hit(BaseModel):
     source: dict[str, Any] = Field(default_factory=dict, repr=False)
 
 
+class Record(BaseModel):
+    """One stored chunk as its caller may read it now, unscored (``HybridSearcher.records``):
+    what a framework store lists, counts and fetches by id."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    doc_id: str
+    chunk_no: int
+    index: str
+    source_version: int
+    title: str = ""
+    text: str = ""
+    """The chunk's text as written (no contextual header)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The document's own metadata, as the writer gave it."""
+    source: dict[str, Any] = Field(default_factory=dict, repr=False)
+    """The stored record (``_source``), without the embedding."""
+
+
 class SearchResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 

@@ -442,3 +442,14 @@ def sent_searches(log: list[tuple[str, str, bytes]]) -> list[list[object]]:
                     clause["ids"]["values"], line["size"] = [], 0
         out.append(lines)
     return out
+
+
+def unguarded(engine: Any) -> Any:
+    """A twin of ``engine`` over the same client that the library never guards: for a test's
+    own reads of a chunks index's raw state (counts, stored records, a golden body sent as it
+    is). The engine handed to a searcher or an ingestor refuses such reads around its policy door
+    (``hybrid_es.retrieval.door``), and the integration suite keeps that guard on, so a library
+    module that reads chunks around the door fails here."""
+    from hybrid_es.cluster.engine import as_engine
+
+    return as_engine(engine.raw, url=engine.url)

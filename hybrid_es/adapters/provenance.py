@@ -8,6 +8,7 @@ leg. Nothing in the query text is read for who is asking.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hybrid_es.errors import PolicyViolationError
@@ -65,11 +66,16 @@ def search(
     top_k: int,
     rerank: bool,
     where: str,
+    filters: Mapping[str, Any] | None = None,
 ) -> tuple[Principal, SearchResponse]:
     """One :meth:`HybridSearcher.search` for a checked principal (``scope`` None: the question
-    is about now). Returns the principal and the response; raises what the searcher raises."""
+    is about now), narrowed by ``filters`` in the neutral grammar of
+    :mod:`hybrid_es.retrieval.filters` (each adapter translates its framework's language into
+    it). Returns the principal and the response; raises what the searcher raises."""
     caller = require_principal(principal, where)
-    response = searcher.search(query, caller, scope or RequestScope(), top_k=top_k, rerank=rerank)
+    response = searcher.search(
+        query, caller, scope or RequestScope(), top_k=top_k, rerank=rerank, filters=filters
+    )
     return caller, response
 
 

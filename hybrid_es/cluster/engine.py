@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
+from hybrid_es.cluster import guard as chunks_guard
 from hybrid_es.cluster.client import build_client, make_client, opensearch_client_kwargs
 from hybrid_es.errors import (
     AuthenticationError,
@@ -49,6 +50,22 @@ class Engine(ABC):
         self.rrf_rank_constant_at: Any = None
         """OpenSearch: where its RRF processor reads the rank constant, once probed
         (``capabilities.native_fusion_works``)."""
+        self.guarded: tuple[str, ...] = ()
+        """Base names of the chunks indices: a body read of one must come through the policy
+        door (``cluster.guard``, ``retrieval.door``)."""
+
+    def guard(self, *chunks_bases: str) -> None:
+        """Refuse from now on any body read (search, count, scan, ...) of an index named by
+        one of ``chunks_bases`` (or a pattern or list that could reach one) that does not come
+        through ``retrieval.door.ChunksDoor``. Every searcher, ingestor and packet service
+        guards its layout's chunks indices on the engine it is given."""
+        self.guarded = tuple(dict.fromkeys((*self.guarded, *(b for b in chunks_bases if b))))
+
+    def _carry(self, clone: Engine) -> Engine:
+        """``clone`` (the same cluster, other client options) with this engine's guard."""
+        clone.guarded = self.guarded
+        clone.rrf_rank_constant_at = self.rrf_rank_constant_at
+        return clone
 
     @property
     def name(self) -> str:
@@ -81,6 +98,7 @@ class Engine(ABC):
         """One REST call; the JSON it answers, or a package error (never a client's).
         ``opaque_id`` goes out as ``X-Opaque-Id`` (the search's trace id), which the cluster's
         slow log, tasks API and HTTP client stats show beside the request."""
+        chunks_guard.check(path, self.guarded, body)
         try:
             return self._send(method, path, _query(params), body, opaque_id)
         except Exception as exc:
@@ -225,6 +243,7 @@ class Engine(ABC):
 
     def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every hit of a query, paged with the client helpers' scroll."""
+        chunks_guard.check(f"/{index}/_search", self.guarded)
         try:
             yield from self._helpers().scan(self.raw, index=index, query=body)
         except Exception as exc:
@@ -414,10 +433,12 @@ class ElasticsearchEngine(Engine):
         return resp.body
 
     def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
-        return ElasticsearchEngine(
-            self.raw.options(request_timeout=request_timeout, max_retries=max_retries),
-            url=self.url,
-            version=self.version,
+        return self._carry(
+            ElasticsearchEngine(
+                self.raw.options(request_timeout=request_timeout, max_retries=max_retries),
+                url=self.url,
+                version=self.version,
+            )
         )
 
     def _helpers(self) -> Any:
@@ -461,7 +482,7 @@ class OpenSearchEngine(Engine):
         kwargs.update(timeout=request_timeout, max_retries=max_retries)
         clone = OpenSearch(**kwargs)
         clone._hybrid_es_kwargs = kwargs  # type: ignore[attr-defined]
-        return OpenSearchEngine(clone, url=self.url, version=self.version)
+        return self._carry(OpenSearchEngine(clone, url=self.url, version=self.version))
 
     def _helpers(self) -> Any:
         from opensearchpy import helpers

@@ -45,6 +45,7 @@ from hybrid_es.evaluation.progress import NoProgress, Progress, training_steps
 from hybrid_es.evaluation.reranker_train import split_queries
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
+from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder
 
 
@@ -70,7 +71,7 @@ def read_passages(es: Engine | Any, index: str) -> tuple[list[Passage], Any]:
         "_source": ["chunk_id", "doc_id", "chunk_no", "search_payload", "embedding"],
     }
     rows = []
-    for h in engine.scan(index, body):
+    for h in ChunksDoor(engine).scan(index, body, tenant_policy(EVAL_TENANT)):
         s = h["_source"]
         p = Passage(
             str(s["chunk_id"]),

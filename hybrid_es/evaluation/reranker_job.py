@@ -38,6 +38,7 @@ from hybrid_es.evaluation.reranker_train import (
 )
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.retrieval.analysis import dominant_script
+from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.reranker import METADATA_FILE, CrossEncoderReranker, rerank_passage
 
@@ -232,7 +233,7 @@ def first_chunks(
     out: dict[str, str] = {}
     for i in range(0, len(missing), 500):
         part = missing[i : i + 500]
-        resp = engine.search(
+        resp = ChunksDoor(engine).search(
             index,
             {
                 "size": len(part),
@@ -247,6 +248,7 @@ def first_chunks(
                 },
                 "_source": {"excludes": ["embedding"]},
             },
+            tenant_policy(EVAL_TENANT),
             what="reading first chunks",
         )
         for h in resp["hits"]["hits"]:

@@ -66,6 +66,7 @@ from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, plan_document
 from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping, filter_values
 from hybrid_es.models import EVERYONE, Principal
+from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.tenancy import IndexLayout
 
@@ -168,6 +169,7 @@ class Ingestor:
         self.client = client
         self.embedder = embedder
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
+        self.client.guard(self.layout.chunks)
         self.corpus_state = corpus_state or CorpusState(self.client, self.layout.corpus_state)
         self.contextualizer: Contextualizer = contextualizer or ExtractiveContextualizer()
         self.chunk_size = chunk_size
@@ -193,6 +195,9 @@ class Ingestor:
     @client.setter
     def client(self, client: Engine | Any) -> None:
         self._client = as_engine(client, url=self._url)
+        self._door = ChunksDoor(self._client)
+        if hasattr(self, "layout"):
+            self._client.guard(self.layout.chunks)
 
     def index_for(self, principal: Principal) -> str:
         """The chunks index this caller's documents are written to."""
@@ -270,7 +275,7 @@ class Ingestor:
     @while_shards_start
     def _count(self, index: str) -> int:
         # A shard that is still starting (a busy or recovering node) answers 503 for a while.
-        return self.client.count(index)
+        return self._door.size(index)
 
     @_on_connection_failure
     def _put_meta(self, index: str) -> None:
@@ -286,8 +291,8 @@ class Ingestor:
         out: dict[str, list[dict[str, Any]]] = {}
         if not doc_ids:
             return out
-        query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"terms": {"doc_id": doc_ids}}]}}
-        for hit in self.client.scan(index, {"query": query, "_source": list(_EXISTING_FIELDS)}):
+        body = tenant_body(tenant, {"terms": {"doc_id": doc_ids}}, _source=list(_EXISTING_FIELDS))
+        for hit in self._door.scan(index, body, tenant_policy(tenant)):
             out.setdefault(hit["_source"]["doc_id"], []).append(hit["_source"])
         return out
 
@@ -569,11 +574,11 @@ class Ingestor:
         document: it is not touched, and one that does not exist gives 0."""
         tenant = principal.tenant
         index = self.index_for(principal)
-        query = {"bool": {"filter": [{"term": {"tenant": tenant}}, {"term": {"doc_id": doc_id}}]}}
+        body = tenant_body(tenant, {"term": {"doc_id": doc_id}}, _source=False)
         try:
             self._refresh(index)
             self.corpus_state.repair(tenant)
-            keys = [h["_id"] for h in self.client.scan(index, {"query": query, "_source": False})]
+            keys = [h["_id"] for h in self._door.scan(index, body, tenant_policy(tenant))]
         except Exception as exc:
             raise translate_es_error(exc, what="deleting a document") from exc
         if not keys:
@@ -630,4 +635,5 @@ _EXISTING_FIELDS = (
     "valid_to",
     "tenant",
     "meta_filter",
+    "deleted",
 )

@@ -151,6 +151,7 @@ def plan_document(
             and c.get("embedding_model") == embedding_model
             and c.get("analysis_version") == ANALYSIS_VERSION
             and (c.get("meta_filter") or {}) == dict(meta_filter or {})
+            and bool(c.get("deleted")) == doc.deleted  # a deleted document written again
             for c in same
         )
         if unchanged:

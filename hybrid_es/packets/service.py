@@ -434,13 +434,14 @@ class PacketService:
     def _passages(self, manifest: Manifest, principal: Principal, now: datetime) -> dict[str, str]:
         policy = policy_filter(principal, manifest.query_scope.scope, now)
         keys = [chunk_key(principal.tenant, m.chunk_id) for m in manifest.members]
-        resp = self.client.search(
+        resp = self.searcher.door.search(
             self.searcher.index_for(principal),
             {
                 "size": len(keys),
                 "query": {"bool": {"filter": [{"ids": {"values": keys}}, policy]}},
                 "_source": ["chunk_id", "raw_chunk_text", "chunk_hash"],
             },
+            policy,
             what="reading packet passages",
         )
         expected = {m.chunk_id: m.chunk_hash for m in manifest.members}

@@ -27,7 +27,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -46,6 +46,7 @@ from hybrid_es.errors import (
     HybridEsError,
     ModelError,
     SearchTimeoutError,
+    UnknownTenantError,
     from_error_body,
 )
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
@@ -59,10 +60,12 @@ from hybrid_es.models import (
     FusionPath,
     Pipeline,
     Principal,
+    Record,
     RequestScope,
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
+from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
 from hybrid_es.retrieval.dialects import (
     Dialect,
@@ -70,6 +73,7 @@ from hybrid_es.retrieval.dialects import (
     dls_suggest,
     is_hybrid_dls_refusal,
 )
+from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder, covers
 from hybrid_es.retrieval.filters import filter_summary, translate_filter
 from hybrid_es.retrieval.policy import policy_filter
@@ -148,6 +152,7 @@ class HybridSearcher:
         self.dialect: Dialect = dialect_for(self.client.flavor)
         self.embedder = embedder
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
+        self.client.guard(self.layout.chunks)
         self.reranker = reranker
         self.fusion = fusion
         self.params = params or RetrievalParams()
@@ -216,6 +221,12 @@ class HybridSearcher:
     def index_for(self, principal: Principal) -> str:
         """The chunks index this caller searches."""
         return self.layout.chunks_for(principal.tenant)
+
+    @property
+    def door(self) -> ChunksDoor:
+        """The only way this searcher's bodies reach a chunks index (``retrieval.door``)."""
+        self.client.guard(self.layout.chunks)  # a client swapped in after construction too
+        return ChunksDoor(self.client, self.dialect)
 
     # -- capability and model checks ---------------------------------------------------------
 
@@ -302,13 +313,11 @@ class HybridSearcher:
     def _check_model_on_a_chunk(self, index: str, principal: Principal) -> bool:
         """Check the model stored on one chunk the caller may read; False when there is none."""
         try:
-            resp = self.client.search(
+            resp = self.door.search(
                 index,
-                {
-                    "size": 1,
-                    "query": {"bool": {"filter": [{"term": {"tenant": principal.tenant}}]}},
-                    "_source": ["embedding_model"],
-                },
+                tenant_body(principal.tenant, size=1, _source=["embedding_model"]),
+                tenant_policy(principal.tenant),
+                what="checking the model on a chunk",
             )
         except AuthenticationError as exc:
             raise AuthenticationError(
@@ -499,6 +508,66 @@ class HybridSearcher:
             trace_id=trace_id or uuid.uuid4().hex,
         )
 
+    # -- listing ----------------------------------------------------------------------------
+
+    def records(
+        self,
+        principal: Principal,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        scope: RequestScope | None = None,
+        doc_ids: Sequence[str] | None = None,
+        chunk_ids: Sequence[str] | None = None,
+        limit: int = 1000,
+        now: datetime | None = None,
+    ) -> list[Record]:
+        """Every record (chunk) ``principal`` may read now that matches ``filters`` (the neutral
+        grammar of :meth:`search`) and, when given, the document or chunk ids: unscored, ordered
+        by document id and chunk number (``retrieval.records``). The same policy as a search
+        decides what is listed. Raises FilterError for a bad filter (before any request) and
+        BadQueryError when more than ``limit`` (at most 10,000) records match."""
+        listing = self._listing(principal, filters, scope, now)
+        if listing is None:
+            return []
+        index, policy = listing
+        body = records_mod.listing_body(policy, doc_ids=doc_ids, chunk_ids=chunk_ids)
+        return records_mod.read(self.door, index, policy, body, limit)
+
+    def count_records(
+        self,
+        principal: Principal,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        scope: RequestScope | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        """How many records :meth:`records` would list (without a limit)."""
+        listing = self._listing(principal, filters, scope, now)
+        if listing is None:
+            return 0
+        index, policy = listing
+        return records_mod.count(self.door, index, policy, records_mod.listing_body(policy))
+
+    def _listing(
+        self,
+        principal: Principal,
+        filters: Mapping[str, Any] | None,
+        scope: RequestScope | None,
+        now: datetime | None,
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The caller's index and policy (the filter inside it), or None for a tenant with no
+        corpus yet: it has nothing to list."""
+        narrowing = translate_filter(filters, self.filterable_fields)
+        try:
+            self.corpus_state.watermark(principal.tenant)
+        except UnknownTenantError:
+            return None
+        index = self.index_for(principal)
+        if narrowing is not None:
+            self._check_filter_mapped(index, filters)
+        now = now or datetime.now(UTC)
+        return index, policy_filter(principal, scope or RequestScope(), now, narrowed_by=narrowing)
+
     def _check_filter_mapped(self, index: str, filters: Mapping[str, Any] | None) -> None:
         """Refuse a filter on a declared field that the index does not map with the declared
         type (declared after the last bootstrap, or mapped otherwise), where the caller may read
@@ -665,14 +734,12 @@ class HybridSearcher:
     ) -> tuple[list[dict[str, Any]], str]:
         """Bodies in one ``_msearch``, every body checked first; the responses, and a keyed
         digest of what was sent."""
-        lines: list[dict[str, Any]] = []
-        for body in searches:
-            self.dialect.assert_policy(body, req.policy)
-            lines += [{"index": req.index}, body]
+        pairs = [(req.index, body) for body in searches]
+        items = self.door.msearch(pairs, req.policy, opaque_id=req.trace_id or None)
+        lines = [line for index, body in pairs for line in ({"index": index}, body)]
         digest = keyed_digest(
             self.hash_key, json.dumps(lines, sort_keys=True, default=str), length=64
         )
-        items = self.client.msearch(lines, opaque_id=req.trace_id or None)
         for item in items:
             if "error" in item:
                 err = from_error_body(item.get("status"), item, url=self.url, what="search")

@@ -18,6 +18,7 @@ from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import HybridEsError, PolicyViolationError
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.dialects import dialect_for
+from hybrid_es.retrieval.door import control_reads
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import FusionMethod, HybridSearcher
@@ -146,7 +147,8 @@ def _check(engine: Engine, scratch: Scratch) -> Check:
 
 def _ids(engine: Engine, index: str, body: dict[str, Any]) -> list[str]:
     """The stored keys a body returns on its own (the raw results of that leg)."""
-    resp = engine.search(index, body, what="verify: one leg on its own")
+    with control_reads("verify: one leg on its own, on the scratch index"):
+        resp = engine.search(index, body, what="verify: one leg on its own")
     return [str(h["_id"]) for h in resp["hits"]["hits"]]
 
 

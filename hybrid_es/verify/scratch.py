@@ -27,6 +27,7 @@ from hybrid_es.errors import EngineError
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
+from hybrid_es.retrieval.door import control_reads
 from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
 from hybrid_es.verify.corpus import (
@@ -136,9 +137,13 @@ class Scratch:
         for tenant in self.corpus.tenants:
             who = Principal(tenant=tenant, user_id="verify-ingest")
             ingestor.ingest(self.corpus.of(tenant), who, now=self.now)
-        hits = self.engine.scan(
-            self.index, {"query": {"match_all": {}}, "_source": ["tenant", "doc_id", "version"]}
-        )
+        with control_reads("verify: every generated record of the scratch index"):
+            hits = list(
+                self.engine.scan(
+                    self.index,
+                    {"query": {"match_all": {}}, "_source": ["tenant", "doc_id", "version"]},
+                )
+            )
         for h in hits:
             src = h["_source"]
             self.records[h["_id"]] = (str(src["tenant"]), str(src["doc_id"]), int(src["version"]))

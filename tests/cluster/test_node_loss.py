@@ -83,6 +83,7 @@ from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from tests.conftest import unguarded
 
 CLUSTER_URL = os.environ.get("HYBRID_ES_CLUSTER_URL", "")
 NODES = int(os.environ.get("HYBRID_ES_CLUSTER_NODES", "3"))
@@ -454,7 +455,7 @@ def chunk_versions(es: Engine, index: str, tenant: str) -> dict[str, int]:
     """Every chunk of the tenant (local id -> ``_version``), read from the primaries after a
     refresh."""
     es.refresh(index)
-    resp = es.search(
+    resp = unguarded(es).search(
         index,
         {
             "query": {"term": {"tenant": tenant}},

@@ -21,6 +21,7 @@ from hybrid_es.errors import (
     EngineUnavailableError,
     TemplateConflictError,
 )
+from tests.conftest import unguarded
 
 pytestmark = pytest.mark.integration
 INTEG_ZIP_MODULES = ("apm", "transport-netty4", "x-pack-core", "x-pack-security")
@@ -234,7 +235,7 @@ def test_a_chunk_is_searchable_by_bm25_and_by_knn_with_a_filter(es, fresh_indice
     es.refresh(index)
     vector_type = "knn_vector" if es.flavor == "opensearch" else "dense_vector"
     assert es.get_mapping(index)[index]["properties"]["embedding"]["type"] == vector_type
-    bm25 = es.search(
+    bm25 = unguarded(es).search(
         index,
         {
             "query": {
@@ -246,7 +247,9 @@ def test_a_chunk_is_searchable_by_bm25_and_by_knn_with_a_filter(es, fresh_indice
         },
     )
     assert [h["_id"] for h in bm25["hits"]["hits"]] == ["a"]
-    exact = es.search(index, {"query": {"term": {"ids": "kyo-h12"}}})  # normalizer lowercases
+    exact = unguarded(es).search(
+        index, {"query": {"term": {"ids": "kyo-h12"}}}
+    )  # normalizer lowercases
     assert [h["_id"] for h in exact["hits"]["hits"]] == ["a"]
     tenant_t1 = {"term": {"tenant": "t1"}}
     if es.flavor == "opensearch":  # a knn query; the lucene engine applies the filter in-graph
@@ -262,7 +265,7 @@ def test_a_chunk_is_searchable_by_bm25_and_by_knn_with_a_filter(es, fresh_indice
                 "filter": tenant_t1,
             }
         }
-    knn = es.search(index, knn_body)
+    knn = unguarded(es).search(index, knn_body)
     assert [h["_id"] for h in knn["hits"]["hits"]] == ["a", "c"]
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unguarded
+
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 
@@ -89,7 +91,7 @@ def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, boot
         assert by["hybrid"]["metrics"]["recall@5"] == 1.0  # 4 chunks: kNN returns them all
         # The corpus's own chunks were indexed, under the ids the golden chunks name (stored
         # under the evaluation tenant's keys).
-        hits = es.search(index, {"size": 10})["hits"]["hits"]
+        hits = unguarded(es).search(index, {"size": 10})["hits"]["hits"]
         ids = {h["_source"]["chunk_id"] for h in hits}
         assert ids == {f"doc_{d}::v1::c000{c}" for d in (1, 2) for c in (0, 1)}
         assert {h["_id"] for h in hits} == {f"eval::{i}" for i in ids}

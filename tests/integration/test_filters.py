@@ -31,7 +31,7 @@ from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
-from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents
+from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents, unguarded
 from tests.integration.test_native_fusion import _require_native, assert_same_fusion
 
 pytestmark = pytest.mark.integration
@@ -268,7 +268,8 @@ def test_a_wrong_type_refuses_that_document_and_the_rest_is_written(es, indices)
     assert "metadata.team is declared filterable as keyword" in reasons["list"]
     es.refresh(index)
     stored = {
-        h["_source"]["doc_id"]: h["_source"] for h in es.scan(index, {"query": {"match_all": {}}})
+        h["_source"]["doc_id"]: h["_source"]
+        for h in unguarded(es).scan(index, {"query": {"match_all": {}}})
     }
     assert set(stored) == {"ok"}
     assert stored["ok"]["meta_filter"] == {"year": 2026}
@@ -329,11 +330,11 @@ def test_the_cluster_runs_each_filtered_golden_body(es, caps, travel, name):
     principal = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
     scope = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
     for body in data if isinstance(data, list) else [data]:
-        hits = es.search(travel, body)["hits"]["hits"]
+        hits = unguarded(es).search(travel, body)["hits"]["hits"]
         ids = [h["_id"] for h in hits]
-        hits = es.search(travel, {"query": {"ids": {"values": ids}}, "size": len(ids)})["hits"][
+        hits = unguarded(es).search(travel, {"query": {"ids": {"values": ids}}, "size": len(ids)})[
             "hits"
-        ]
+        ]["hits"]
         # The filter: team contracts, year >= 2026, not a draft (the zh contract is a draft).
         assert {h["_source"]["doc_id"] for h in hits} == {"D1-current-contract"}
         for h in hits:

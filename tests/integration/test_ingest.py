@@ -13,7 +13,7 @@ from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_jsonl
-from tests.conftest import FIXTURES, ingest_as_owners, owner, travel_documents
+from tests.conftest import FIXTURES, ingest_as_owners, owner, travel_documents, unguarded
 
 pytestmark = pytest.mark.integration
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -21,7 +21,7 @@ NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 def _count(es, index, **term):  # type: ignore[no-untyped-def]
     q = {"term": term} if term else {"match_all": {}}
-    return es.count(index, q)
+    return unguarded(es).count(index, q)
 
 
 def test_travel_fixture_counts_and_reingest_skips_everything(es, embedder, fresh_indices):

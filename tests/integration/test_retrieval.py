@@ -320,12 +320,12 @@ def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
 
 @pytest.mark.engine(
     "elasticsearch",
-    reason="the file-realm reader users (reader-demo-A/B) exist on the scripts/es.sh node "
+    reason="the file-realm reader users (rx-reader-demo-A/B) exist on the scripts/es.sh node "
     "only; OpenSearch's native document-level security is tested in "
     "tests/security/test_opensearch_dls.py",
 )
 def test_document_level_security_holds_without_the_client_filter(es, settings, embedder):
-    """reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
+    """rx-reader-demo-B (file realm, role from es_templates/roles) sends a body with no policy
     filter at all to its own index, into which demo-A's records were misrouted: document-level
     security alone keeps demo-A's records out. (The role names only demo-B's own index, so
     demo-A's index is refused outright: tests/security/test_reader_matrix.py.)"""
@@ -342,10 +342,10 @@ def test_document_level_security_holds_without_the_client_filter(es, settings, e
         )
         ingest_as_owners(ing, travel_documents(), now=NOW)
         try:
-            reader = connect(settings.model_copy(update={"username": "reader-demo-B"}))
+            reader = connect(settings.model_copy(update={"username": "rx-reader-demo-B"}))
             raw = reader.search(own_b, {"query": {"match_all": {}}, "size": 100})
         except HybridEsError as exc:  # the file-realm users are provisioned by scripts/es.sh
-            pytest.fail(f"reader-demo-B cannot search ({exc}); start the node with scripts/es.sh")
+            pytest.fail(f"rx-reader-demo-B cannot search ({exc}); start it with scripts/es.sh")
         tenants = {h["_source"]["tenant"] for h in raw["hits"]["hits"]}
         assert tenants == {"demo-B"}
         knn = reader.search(

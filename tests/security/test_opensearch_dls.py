@@ -38,7 +38,7 @@ from hybrid_es.retrieval.dialects import dls_suggest, is_hybrid_dls_refusal
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
-from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents, unguarded
 
 pytestmark = [
     pytest.mark.integration,
@@ -100,11 +100,11 @@ def dls(es, settings, bootstrapped) -> Iterator[DlsWorld]:  # type: ignore[no-un
     es.refresh(index)
     a_keys = [
         h["_id"]
-        for h in es.search(
+        for h in unguarded(es).search(
             index, {"size": 100, "query": {"term": {"tenant": TENANT_A}}, "_source": False}
         )["hits"]["hits"]
     ]
-    b_count = es.count(index, {"term": {"tenant": TENANT_B}})
+    b_count = unguarded(es).count(index, {"term": {"tenant": TENANT_B}})
     assert a_keys and b_count, "the fixture must hold both tenants' chunks"
     name, password = f"dls-b-{tag}", f"Dls-{secrets.token_hex(8)}-Aa1!"
     _user(es, name, password, TENANT_B)

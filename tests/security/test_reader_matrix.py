@@ -34,7 +34,7 @@ from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
-from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents
+from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents, unguarded
 from tests.security.conftest import AGENT_A, NOW, QUERY, SCOPE
 
 pytestmark = pytest.mark.integration
@@ -139,7 +139,9 @@ def readers(es, settings, bootstrapped) -> Iterator[Readers]:  # type: ignore[no
             what="adding test aliases",
         )
         es.request("POST", f"/{b_index}/_refresh", what="refresh")
-        ids = es.search(b_index, {"query": {"match_all": {}}, "_source": False, "size": 100})
+        ids = unguarded(es).search(
+            b_index, {"query": {"match_all": {}}, "_source": False, "size": 100}
+        )
         b_chunk_ids = tuple(h["_id"] for h in ids["hits"]["hits"])
         assert len(b_chunk_ids) >= 3
         if es.flavor == "opensearch":

@@ -186,7 +186,7 @@ def test_rank_constant_is_validated_as_the_engine_does():
 
 @pytest.mark.engine(
     "elasticsearch",
-    reason="the file-realm reader users (reader-demo-A/B) exist on the scripts/es.sh node "
+    reason="the file-realm reader users (rx-reader-demo-A/B) exist on the scripts/es.sh node "
     "only; OpenSearch's native document-level security is tested in "
     "tests/security/test_opensearch_dls.py",
 )
@@ -204,7 +204,9 @@ def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(e
         ingestor = Ingestor(es, HashEmbedder(), layout=LAYOUT, corpus_state=state)
         ingest_as_owners(ingestor, travel_documents(), now=NOW)
         reader = connect(
-            settings.model_copy(update={"username": "reader-demo-A", "password": settings.password})
+            settings.model_copy(
+                update={"username": "rx-reader-demo-A", "password": settings.password}
+            )
         )
         with pytest.raises(AuthenticationError) as refused:  # the file-realm reader may not
             reader.get_mapping(LAYOUT.chunks_for("demo-A"))
@@ -222,7 +224,9 @@ def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(e
         # demo-B's reader may read no chunk of demo-A: nothing can be checked, so nothing is
         # taken as checked (and the cluster refuses its every search there).
         nobody = connect(
-            settings.model_copy(update={"username": "reader-demo-B", "password": settings.password})
+            settings.model_copy(
+                update={"username": "rx-reader-demo-B", "password": settings.password}
+            )
         )
         blind = HybridSearcher(nobody, OtherModel(), layout=LAYOUT, native_rrf=False)
         try:

@@ -102,6 +102,7 @@ def test_a_rejected_llm_header_stored_as_fallback_still_counts_as_made_by_the_ll
         ("another header prompt version", _stored(header_prompt_version="extractive-v1")),
         ("another client-side analysis version", _stored(analysis_version="client-terms-v0")),
         ("another embedding model", _stored(embedding_model="model-b")),
+        ("stored deleted, written again live", _stored(deleted=True)),
         ("nothing stored", []),
     ],
 )
