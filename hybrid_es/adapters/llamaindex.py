@@ -9,15 +9,26 @@ retriever with the caller's principal, or derive one from a shared retriever wit
     engine = RetrieverQueryEngine.from_args(shared.for_principal(principal), llm=llm)
 
 A retriever without a principal refuses to search (PolicyViolationError); the query text (or a
-``QueryBundle``'s) is never read for it. Each ``NodeWithScore`` holds a ``TextNode`` whose id is
-the chunk id, whose source node is the document, and whose metadata is the document's own (under
-the user's names) with the hit's provenance under ``hybrid_es``; only the title reaches an LLM
-prompt or an embedding.
+``QueryBundle``'s) is never read for it. ``filters`` narrows the search in LlamaIndex's own
+language, a ``MetadataFilters`` (``hybrid_es.adapters.llamaindex_filters`` translates it; a
+filter only ever narrows what the principal may read): given to the constructor it holds for
+every search, and ``for_principal`` / ``retrieve_for`` take one per request instead::
+
+    team = MetadataFilters(filters=[MetadataFilter(key="team", value="contracts")])
+    nodes = shared.retrieve_for(principal, "KYO-H12 April rate", filters=team)
+
+A filter that cannot be translated, or names a key that is not declared filterable (a policy
+field never is), raises LlamaIndexFilterError (a FilterError) when the retriever is built.
+
+Each ``NodeWithScore`` holds a ``TextNode`` whose id is the chunk id, whose source node is the
+document, and whose metadata is the document's own (under the user's names) with the hit's
+provenance under ``hybrid_es``; only the title reaches an LLM prompt or an embedding.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
@@ -29,10 +40,12 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+from llama_index.core.vector_stores.types import MetadataFilters
 
 from hybrid_es.adapters import provenance
+from hybrid_es.adapters.llamaindex_filters import check_llamaindex_filters
 from hybrid_es.errors import BadQueryError
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import Principal, Record, RequestScope
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 
 WHERE = "HybridEsRetriever(principal=...) or .for_principal(principal)"
@@ -42,13 +55,46 @@ scores and ids are for the application, and the document's own metadata is untru
 the application cites, not text for the model to follow."""
 
 
+def chunk_node(chunk_id: str, text: str, metadata: dict[str, Any], source: str) -> TextNode:
+    """The LlamaIndex node for one stored chunk: its id the chunk id, its source node
+    ``source``; only the title (:data:`PROMPT_KEYS`) reaches an LLM prompt or an embedding.
+    Pure (the vector store builds its nodes with it too)."""
+    hidden = [k for k in metadata if k not in PROMPT_KEYS]
+    return TextNode(
+        id_=chunk_id,
+        text=text,
+        metadata=metadata,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=hidden,
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=source)},
+    )
+
+
+def record_metadata(record: Record, principal: Principal) -> dict[str, Any]:
+    """A listed chunk's metadata (``HybridSearcher.records``): the document's own, its title,
+    and under ``hybrid_es`` the ids, tenant, index and version (a listing has no scores)."""
+    meta: dict[str, Any] = {k: v for k, v in record.metadata.items() if k != provenance.NAMESPACE}
+    if record.title and "title" not in meta:
+        meta["title"] = record.title
+    meta[provenance.NAMESPACE] = {
+        "chunk_id": record.chunk_id,
+        "doc_id": record.doc_id,
+        "tenant": str(record.source.get("tenant", principal.tenant)),
+        "index": record.index,
+        "source_version": record.source_version,
+    }
+    return meta
+
+
 class HybridEsRetriever(BaseRetriever):
     """Permission-safe hybrid retrieval as a LlamaIndex ``BaseRetriever``.
 
     ``principal`` is the caller this retriever searches for (None: it refuses to search until
     given one with :meth:`for_principal` or :meth:`retrieve_for`); ``scope`` the request scope
     (None: the question is about now); ``top_k`` the number of nodes; ``rerank`` whether the
-    searcher's cross-encoder reorders the fused head.
+    searcher's cross-encoder reorders the fused head; ``filters`` a ``MetadataFilters`` that
+    narrows every search (checked here against the searcher's declared fields:
+    LlamaIndexFilterError).
     """
 
     def __init__(
@@ -59,36 +105,50 @@ class HybridEsRetriever(BaseRetriever):
         scope: RequestScope | None = None,
         top_k: int = 10,
         rerank: bool = True,
+        filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
+        self._neutral = check_llamaindex_filters(filters, searcher.filterable_fields)
         super().__init__(callback_manager=callback_manager)
         self.searcher = searcher
         self.principal = principal
         self.scope = scope
         self.top_k = top_k
         self.rerank = rerank
+        self.filters = filters
 
     def for_principal(
-        self, principal: Principal, scope: RequestScope | None = None
+        self,
+        principal: Principal,
+        scope: RequestScope | None = None,
+        *,
+        filters: MetadataFilters | None = None,
     ) -> HybridEsRetriever:
-        """A retriever for ``principal`` (and ``scope``, else this one's) sharing this one's
-        searcher, settings and callback manager: one per request."""
+        """A retriever for ``principal`` (and ``scope`` and ``filters``, else this one's)
+        sharing this one's searcher, settings and callback manager: one per request."""
         return HybridEsRetriever(
             self.searcher,
             provenance.require_principal(principal, "for_principal(principal)"),
             scope=scope or self.scope,
             top_k=self.top_k,
             rerank=self.rerank,
+            filters=self.filters if filters is None else filters,
             callback_manager=self.callback_manager,
         )
 
     def retrieve_for(
-        self, principal: Principal, query: QueryType, scope: RequestScope | None = None
+        self,
+        principal: Principal,
+        query: QueryType,
+        scope: RequestScope | None = None,
+        *,
+        filters: MetadataFilters | None = None,
     ) -> list[NodeWithScore]:
-        """``retrieve(query)`` as ``principal``, in one call."""
-        return self.for_principal(principal, scope).retrieve(query)
+        """``retrieve(query)`` as ``principal`` (narrowed by ``filters``, else this one's), in
+        one call."""
+        return self.for_principal(principal, scope, filters=filters).retrieve(query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         caller, response = provenance.search(
@@ -99,21 +159,17 @@ class HybridEsRetriever(BaseRetriever):
             top_k=self.top_k,
             rerank=self.rerank,
             where=WHERE,
+            filters=self._neutral,
         )
-        nodes = []
-        for hit in response.hits:
-            meta = provenance.metadata(hit, response, caller)
-            hidden = [k for k in meta if k not in PROMPT_KEYS]
-            node = TextNode(
-                id_=hit.chunk_id,
-                text=hit.text,
-                metadata=meta,
-                excluded_llm_metadata_keys=hidden,
-                excluded_embed_metadata_keys=hidden,
-                relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.doc_id)},
+        return [
+            NodeWithScore(
+                node=chunk_node(
+                    hit.chunk_id, hit.text, provenance.metadata(hit, response, caller), hit.doc_id
+                ),
+                score=provenance.score(hit),
             )
-            nodes.append(NodeWithScore(node=node, score=provenance.score(hit)))
-        return nodes
+            for hit in response.hits
+        ]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # The searcher is synchronous: run it in a thread rather than block the event loop.

@@ -1,0 +1,27 @@
+"""hybrid-es in a LlamaIndex app: write through a VectorStoreIndex, retrieve with LlamaIndex's
+own MetadataFilters, cite each answer's source. The engine and index names: HYBRID_ES_*."""
+
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from hybrid_es import Principal, Settings, connect
+from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore, StoreEmbedding
+from hybrid_es.cluster.bootstrap import bootstrap
+from hybrid_es.cluster.capabilities import probe
+
+settings = Settings(filterable_fields="team:keyword,ref_doc_id:keyword")  # ref_doc_id: deletes
+engine = connect(settings)
+bootstrap(engine, probe(engine), settings, force=True)  # maps meta_filter.* in new indices
+writer = Principal(tenant="demo-A", user_id="docs-bot", groups=("staff",))  # from your auth
+store = HybridEsVectorStore.from_settings(writer, settings, acl_groups=("staff",))
+index = VectorStoreIndex.from_vector_store(store, embed_model=StoreEmbedding())
+for path, team, text in [
+    ("ops/rates.md", "ops", "The Kyoto hotel April room rate is JPY 31,500 a night."),
+    ("ops/check-in.md", "ops", "Check-in at the Kyoto hotel opens at 15:00 every day."),
+    ("legal/visa.md", "legal", "Guests of the Kyoto hotel need a passport valid six months."),
+    ("facilities/pool.md", "facilities", "The Kyoto hotel pool opens at 7:00 in summer."),
+]:
+    index.insert(Document(text=text, doc_id=path, metadata={"path": path, "team": team}))
+ops = MetadataFilters(filters=[MetadataFilter(key="team", value="ops")])
+for hit in index.as_retriever(similarity_top_k=3, filters=ops).retrieve("Kyoto hotel April rate"):
+    print(f"{hit.node.metadata['path']}  {hit.score:.4f}  {hit.node.get_content()}")
