@@ -1,6 +1,6 @@
 """OpenTelemetry spans and metrics for searches and packets; a no-op without OpenTelemetry.
 
-``pip install 'hybrid-es[otel]'`` brings ``opentelemetry-api``; the application configures the SDK
+``pip install '.[otel]'`` brings ``opentelemetry-api``; the application configures the SDK
 (providers, exporters) as it does for everything else, and hybrid-es reports to the global
 providers (or to those given to :func:`configure`, e.g. in tests). Without the API installed,
 :func:`span` hands back one shared do-nothing context manager and the ``record_*`` functions
@@ -43,7 +43,7 @@ from hybrid_es import errors as _errors
 
 log = logging.getLogger(__name__)
 
-try:  # the optional extra: pip install 'hybrid-es[otel]'
+try:  # the optional extra: pip install '.[otel]'
     from opentelemetry import metrics as _otel_metrics
     from opentelemetry import trace as _otel_trace
 except ImportError:  # pragma: no cover - exercised where the extra is absent

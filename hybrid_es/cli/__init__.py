@@ -23,7 +23,7 @@ def main() -> None:
 
         sys.stderr.write(
             f"hybrid-es: the command line needs {exc.name}, which is not installed.\n"
-            "Install the cli extra: pip install 'hybrid-es[cli]' (the models extra includes it).\n"
+            "Install the cli extra: pip install '.[cli]' (the models extra includes it).\n"
         )
         raise SystemExit(ExitCode.CONFIG) from None
     from hybrid_es.cli.main import main as run

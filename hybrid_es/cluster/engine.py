@@ -524,7 +524,7 @@ def _opensearch_client(settings: Settings, **overrides: Any) -> Any:
         raise ConfigurationError(
             f"the cluster at {settings.redacted_url()} is OpenSearch, and talking to it needs "
             "opensearch-py",
-            hint="pip install 'hybrid-es[opensearch]'",
+            hint="pip install '.[opensearch]'",
         ) from exc
     kwargs = {**opensearch_client_kwargs(settings), **overrides}
     client = build_client(OpenSearch, kwargs, settings, "OpenSearch")
@@ -614,10 +614,10 @@ def client_mismatch(server_version: str, url: str) -> ConfigurationError:
     client = client_version()
     extra = f"es{server_major}" if server_major in ("8", "9") else None
     hint = (
-        f"install the {server_major}.x client: pip install 'hybrid-es[{extra}]' "
+        f"install the {server_major}.x client: pip install '.[{extra}]' "
         f"(the same as pip install 'elasticsearch>={server_major}.19,<{int(server_major) + 1}')"
         if extra == "es8"
-        else f"install elasticsearch-py {server_major}.x: pip install 'hybrid-es[{extra}]'"
+        else f"install elasticsearch-py {server_major}.x: pip install '.[{extra}]'"
         if extra
         else "hybrid-es supports Elasticsearch 8.19 and 9.x"
     )
@@ -637,7 +637,7 @@ def _warn_on_older_client(engine: Engine) -> None:
     if engine.major and client_major < engine.major:
         logging.getLogger("hybrid_es").warning(
             "elasticsearch-py %s talks to Elasticsearch %s at %s through REST compatibility; "
-            "the tested pair is the client of the server's major: pip install 'hybrid-es[es%d]'",
+            "the tested pair is the client of the server's major: pip install '.[es%d]'",
             client_version(),
             engine.version,
             engine.url,

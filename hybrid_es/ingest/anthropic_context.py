@@ -181,7 +181,7 @@ class AnthropicContextualizer:
             except ImportError as exc:
                 raise ConfigurationError(
                     "the anthropic contextualizer needs the anthropic package",
-                    hint="pip install 'hybrid-es[llm]'",
+                    hint="pip install '.[llm]'",
                 ) from exc
             try:
                 self._client = anthropic.Anthropic(**self._kwargs)

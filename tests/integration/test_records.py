@@ -19,6 +19,7 @@ from tests.integration.test_filters import AGENT, NOW, SCOPE, searcher
 indices = test_filters.indices  # the fixtures: the travel fixture with metadata, filterable
 travel = test_filters.travel
 
+
 def allowed(es, index: str, who: Principal, scope: RequestScope) -> set[str]:  # type: ignore[no-untyped-def]
     """The chunk ids the policy admits for ``who``, by Python over every stored record."""
     hits = unguarded(es).search(index, {"size": 1000, "query": {"match_all": {}}})["hits"]["hits"]

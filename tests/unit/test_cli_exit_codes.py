@@ -131,5 +131,5 @@ def test_the_console_script_without_the_cli_extra_says_what_to_install(missing):
     code = f"import sys; sys.modules[{missing!r}] = None; from hybrid_es.cli import main; main()"
     out = _cli("--help", code=code)
     assert out.returncode == ExitCode.CONFIG, out.stderr
-    assert f"needs {missing}" in out.stderr and "pip install 'hybrid-es[cli]'" in out.stderr
+    assert f"needs {missing}" in out.stderr and "pip install '.[cli]'" in out.stderr
     assert "Traceback" not in out.stderr

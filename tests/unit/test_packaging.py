@@ -49,3 +49,42 @@ def test_importing_the_adapters_package_imports_no_framework():
 
 def test_the_package_is_marked_typed():
     assert (Path(hybrid_es.__file__).parent / "py.typed").is_file()
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def install_lines() -> list[str]:
+    """The ``pip install`` lines of the README's Install section, as written."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Install\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_installs_from_the_checkout_and_every_line_resolves_as_written():
+    """Each line builds the checkout's metadata and would install it (``--dry-run``; its
+    dependencies are the venv's, so no index is asked), and names only extras that exist: pip
+    itself only warns about an unknown extra, and only when it resolves dependencies."""
+    import re
+    import shlex
+    import tomllib
+
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(pyproject["project"]["optional-dependencies"])
+    lines = install_lines()
+    assert len(lines) >= 6 and all(line.startswith("pip install ") for line in lines)
+    for line in lines:
+        args = shlex.split(line)[2:]
+        assert all(a == "." or a.startswith(".[") for a in args), line  # never an index name
+        named = {e for a in args for e in re.findall(r"[\w-]+", a.partition("[")[2])}
+        assert named <= extras, (line, named - extras)
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=README.parent,
+        )
+        assert out.returncode == 0, (line, out.stderr[-2000:])
+        assert "Would install hybrid-es" in out.stdout, (line, out.stdout[-1000:])

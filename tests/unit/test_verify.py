@@ -237,7 +237,7 @@ def _engine(flavor: str, version: str) -> SimpleNamespace:
     [
         ("elasticsearch", "9.5.4", "elasticsearch-py 9.5.1", "pass", "the same major"),
         ("elasticsearch", "8.19.21", "elasticsearch-py 8.19.2", "pass", "the same major"),
-        ("elasticsearch", "9.5.4", "elasticsearch-py 8.19.2", "fail", "hybrid-es[es9]"),
+        ("elasticsearch", "9.5.4", "elasticsearch-py 8.19.2", "fail", ".[es9]"),
         ("elasticsearch", "8.17.0", "elasticsearch-py 8.17.1", "fail", "older than 8.19"),
         ("elasticsearch", "unknown", "elasticsearch-py 9.5.1", "unavailable", "monitor"),
         ("opensearch", "2.19.1", "opensearch-py 3.2.0", "pass", "major is its own"),
