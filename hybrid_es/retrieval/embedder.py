@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -59,6 +60,22 @@ class LazyModel:
                 except Exception as exc:
                     raise ModelError(f"cannot load {self._what}: {exc}", hint=self._hint) from exc
         return self._model
+
+    def ensure_loaded(self) -> float:
+        """Load the model if it is not yet; the milliseconds this call spent loading it (0.0 when
+        it was loaded already), so a search reports a first load apart from its embedding."""
+        if self._model is not None:
+            return 0.0
+        t = time.perf_counter()
+        self.get()
+        return round((time.perf_counter() - t) * 1000, 3)
+
+
+def ensure_loaded(model: object) -> float:
+    """Load ``model`` (an embedder or reranker) if it loads lazily and is not loaded yet; the
+    milliseconds spent (0.0 otherwise: loaded already, or a model with nothing to load)."""
+    lazy = getattr(model, "_model", None)
+    return lazy.ensure_loaded() if isinstance(lazy, LazyModel) else 0.0
 
 
 Vectors = NDArray[np.float32]

@@ -74,7 +74,7 @@ from hybrid_es.retrieval.dialects import (
     is_hybrid_dls_refusal,
 )
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
-from hybrid_es.retrieval.embedder import Embedder, covers
+from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded
 from hybrid_es.retrieval.filters import filter_summary, translate_filter
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
@@ -621,6 +621,9 @@ class HybridSearcher:
                 )
         vector = None
         if path != "bm25-only":
+            loaded = ensure_loaded(self.embedder)  # a first load is no embedding time
+            if loaded:
+                timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
             t = time.perf_counter()
             with telemetry.span("hybrid_es.embed"):
                 vector = self.query_vector(req.principal.tenant, req.text)

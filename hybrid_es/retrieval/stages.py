@@ -24,6 +24,7 @@ from hybrid_es.models import (
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
+from hybrid_es.retrieval.embedder import ensure_loaded
 from hybrid_es.retrieval.policy import authorize
 from hybrid_es.retrieval.reranker import Reranker, rerank_passage
 
@@ -142,6 +143,9 @@ def rerank_stage(
         )
         return Reranked(candidates, {}, (), False, note)
     pool, tail = candidates[: req.rerank_depth], candidates[req.rerank_depth :]
+    loaded = ensure_loaded(reranker)  # a first load is no reranking time
+    if loaded:
+        timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
     t = time.perf_counter()
     scores = reranker.score(req.text, [rerank_passage(c.source) for c in pool])
     timings["rerank"] = ms_since(t)

@@ -43,6 +43,7 @@ REFUSED = (BadQueryError, UnknownTenantError, AuthenticationError)
 """Errors that refuse a request before (or instead of) retrieval: counted, never traced."""
 
 STAGES = (
+    "model_load",
     "embed",
     "sparse",
     "dense",

@@ -41,3 +41,19 @@ def test_the_metered_embedder_counts_passages_and_passes_queries_through():
     m.embed_queries(["q"])
     assert (m.passages, m.model_id, m.dims) == (3, "fixed", 2) and m.seconds >= 0
     assert m.count_tokens("two words") == 2  # no tokenizer: the estimate
+
+
+def test_a_first_load_is_timed_apart_and_only_once():
+    import time as _time
+
+    from hybrid_es.retrieval.embedder import LazyModel, ensure_loaded
+
+    class Slow:
+        def __init__(self) -> None:
+            self._model = LazyModel(lambda: _time.sleep(0.05) or object(), what="x", hint="y")
+
+    slow = Slow()
+    first = ensure_loaded(slow)
+    assert first >= 50.0
+    assert ensure_loaded(slow) == 0.0  # loaded: nothing more to report
+    assert ensure_loaded(object()) == 0.0  # a model with nothing to load
