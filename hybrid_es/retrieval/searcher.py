@@ -64,6 +64,7 @@ from hybrid_es.models import (
     RequestScope,
     SearchResponse,
 )
+from hybrid_es.retrieval import effects
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
@@ -74,6 +75,7 @@ from hybrid_es.retrieval.dialects import (
     is_hybrid_dls_refusal,
 )
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
+from hybrid_es.retrieval.effects import Compute, Msearch, Steps
 from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded
 from hybrid_es.retrieval.filters import filter_summary, translate_filter
 from hybrid_es.retrieval.policy import policy_filter
@@ -380,6 +382,35 @@ class HybridSearcher:
         cluster's slow log and tasks API point back to the trace), the response holds it as
         ``trace_id``, and an error raised holds it as ``.trace_id``.
         """
+        return effects.run(
+            self.search_steps(
+                query,
+                principal,
+                scope,
+                top_k=top_k,
+                rerank=rerank,
+                rerank_depth=rerank_depth,
+                now=now,
+                filters=filters,
+            ),
+            self._run_msearch,
+        )
+
+    def search_steps(
+        self,
+        query: str,
+        principal: Principal,
+        scope: RequestScope | None = None,
+        *,
+        top_k: int = 10,
+        rerank: bool = True,
+        rerank_depth: int = 50,
+        now: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> Steps[SearchResponse]:
+        """:meth:`search` as a generator of effects (``retrieval.effects``): what it does, in
+        order, with the ``_msearch`` requests and the model computations left to the runner
+        (blocking: :meth:`search`; awaited: ``AsyncHybridSearcher.search``)."""
         timings: dict[str, float] = {}
         t_all = time.perf_counter()
         trace_id = uuid.uuid4().hex
@@ -392,21 +423,23 @@ class HybridSearcher:
             try:
                 t = time.perf_counter()
                 with telemetry.span("hybrid_es.prepare"):
-                    req = self.prepare(
-                        query,
-                        principal,
-                        scope,
-                        top_k,
-                        rerank,
-                        rerank_depth,
-                        now,
-                        trace_id=trace_id,
-                        filters=filters,
+                    req = yield Compute(
+                        lambda: self.prepare(
+                            query,
+                            principal,
+                            scope,
+                            top_k,
+                            rerank,
+                            rerank_depth,
+                            now,
+                            trace_id=trace_id,
+                            filters=filters,
+                        )
                     )
                 staged["prepare"] = ms_since(t)
                 seen: list[str] = []
                 try:
-                    response = self._stages(req, timings, staged, t_all, seen)
+                    response = yield from self._stages(req, timings, staged, t_all, seen)
                 finally:
                     path = seen[0] if seen else None
             except Exception as exc:
@@ -438,22 +471,25 @@ class HybridSearcher:
         staged: dict[str, float],
         t_all: float,
         seen: list[str],
-    ) -> SearchResponse:
+    ) -> Steps[SearchResponse]:
         """retrieve -> read the records -> authorize -> rerank -> assemble, each in its span;
         ``seen`` gets the fusion path once the legs have run (for the error metrics)."""
         with telemetry.span("hybrid_es.retrieve") as sp:
-            retrieved = self.retrieve(req, timings)
+            retrieved = yield from self.retrieve_steps(req, timings)
             seen.append(retrieved.path)
             sp.set(fusion_path=retrieved.path, fallback=_fallback(retrieved.path, retrieved.reason))
         with telemetry.span("hybrid_es.read_records") as sp:
-            retrieved.candidates = self.read_records(req, retrieved.candidates, timings)
+            retrieved.candidates = yield from self.read_records_steps(
+                req, retrieved.candidates, timings
+            )
             sp.set(candidates=len(retrieved.candidates))
         t = time.perf_counter()
         with telemetry.span("hybrid_es.authorize"):
             authorized = authorize_stage(req, retrieved.candidates)
         staged["authorize"] = ms_since(t)
         with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
-            reranked = rerank_stage(req, authorized, self.reranker, timings)
+            reranker = self.reranker
+            reranked = yield Compute(lambda: rerank_stage(req, authorized, reranker, timings))
         t = time.perf_counter()
         timings["total"] = ms_since(t_all)
         with telemetry.span("hybrid_es.assemble"):
@@ -608,6 +644,10 @@ class HybridSearcher:
 
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
         """Both legs (and the native fusion where it runs) in one round trip, fused."""
+        return effects.run(self.retrieve_steps(req, timings), self._run_msearch)
+
+    def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
+        """:meth:`retrieve` as a generator of effects."""
         path, reason = self._path()
         if path not in ("bm25-only", "dense-only"):
             covered, script = covers(self.embedder, req.text)
@@ -621,22 +661,22 @@ class HybridSearcher:
                 )
         vector = None
         if path != "bm25-only":
-            loaded = ensure_loaded(self.embedder)  # a first load is no embedding time
+            loaded = yield Compute(lambda: ensure_loaded(self.embedder))  # apart from embed
             if loaded:
                 timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
             t = time.perf_counter()
             with telemetry.span("hybrid_es.embed"):
-                vector = self.query_vector(req.principal.tenant, req.text)
+                vector = yield Compute(lambda: self.query_vector(req.principal.tenant, req.text))
             timings["embed"] = ms_since(t)
         try:
-            retrieved = self._retrieve(path, reason, vector, req, timings)
+            retrieved = yield from self._retrieve(path, reason, vector, req, timings)
         except CapabilityMissingError:
             if self.fusion != "auto" or not path.startswith("native"):
                 raise
             self._native[self.fusion_method] = (False, "refused at query time")
             fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
             reason = "auto: native fusion refused at query time, fused client-side"
-            retrieved = self._retrieve(fallback, reason, vector, req, timings)
+            retrieved = yield from self._retrieve(fallback, reason, vector, req, timings)
         retrieved.truncated = self.truncated(req.text, path)
         return retrieved
 
@@ -656,6 +696,12 @@ class HybridSearcher:
     def read_records(
         self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
     ) -> list[Candidate]:
+        """The fused head with its records (see :meth:`read_records_steps`)."""
+        return effects.run(self.read_records_steps(req, candidates, timings), self._run_msearch)
+
+    def read_records_steps(
+        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
+    ) -> Steps[list[Candidate]]:
         """The fused head with its records (``queries.records_body``: by key, under the same
         policy as the legs), in fused order. A candidate whose record is no longer in the
         caller's scope when it is read (a new version, a deletion between the two requests) is
@@ -665,7 +711,7 @@ class HybridSearcher:
             return head
         t = time.perf_counter()
         body = records_body([c.key for c in head], req.policy)
-        (resp,), _ = self._msearch([body], req)
+        (resp,), _ = yield Msearch([body], req)
         timings["retrieval"] = round(timings.get("retrieval", 0.0) + ms_since(t), 3)
         # By index and key: an alias over two indices (a reindex in progress) may hold a key
         # twice, and the candidate is the record its leg scored.
@@ -732,13 +778,24 @@ class HybridSearcher:
             self.query_cache.put(key, vector)
         return vector
 
+    def _run_msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
+        return self._msearch(effect.searches, effect.req)
+
     def _msearch(
         self, searches: list[dict[str, Any]], req: SearchRequest
     ) -> tuple[list[dict[str, Any]], str]:
-        """Bodies in one ``_msearch``, every body checked first; the responses, and a keyed
-        digest of what was sent."""
+        """Bodies in one ``_msearch`` through the chunks door (every body checked first); the
+        responses, and a keyed digest of what was sent."""
         pairs = [(req.index, body) for body in searches]
         items = self.door.msearch(pairs, req.policy, opaque_id=req.trace_id or None)
+        return self.answered(items, pairs)
+
+    def answered(
+        self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The ``_msearch`` responses to ``pairs`` (index, body), checked: an item's error, a
+        timeout or a failed shard is raised (never a partial answer). Also the keyed digest of
+        what was sent. Shared by the blocking and the async searcher."""
         lines = [line for index, body in pairs for line in ({"index": index}, body)]
         digest = keyed_digest(
             self.hash_key, json.dumps(lines, sort_keys=True, default=str), length=64
@@ -776,20 +833,20 @@ class HybridSearcher:
         vector: list[float] | None,
         req: SearchRequest,
         timings: dict[str, float],
-    ) -> Retrieved:
+    ) -> Steps[Retrieved]:
         legs, native = self._bodies(path, vector, req)
         names = list(legs)
         t = time.perf_counter()
         with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(names)):
             try:
-                responses, digest = self._msearch(_searches(legs, native), req)
+                responses, digest = yield Msearch(_searches(legs, native), req)
             except _HybridUnderDls:
                 # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
                 # (neural-search#1303); a suggest section is the known workaround, and DLS still
                 # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
                 self._dls_suggest = True
                 legs, native = self._bodies(path, vector, req)
-                responses, digest = self._msearch(_searches(legs, native), req)
+                responses, digest = yield Msearch(_searches(legs, native), req)
         timings["retrieval"] = ms_since(t)
         fused_resp = responses.pop(0) if native is not None else None
         if fused_resp is not None and fuses_per_shard(self.client):

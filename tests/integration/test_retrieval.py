@@ -230,10 +230,10 @@ def test_a_record_that_leaves_scope_between_the_legs_and_the_read_is_not_returne
     _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
     searcher = _searcher(es, embedder, fresh_indices, fusion="client")
     first = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW).hits[0]
-    retrieve = searcher.retrieve
+    retrieve = searcher.retrieve_steps
 
     def retrieve_then_delete(req, timings):  # type: ignore[no-untyped-def]
-        out = retrieve(req, timings)
+        out = yield from retrieve(req, timings)
         # Between the two requests the first hit's record goes (a deletion, say).
         es.request(
             "DELETE",
@@ -242,7 +242,7 @@ def test_a_record_that_leaves_scope_between_the_legs_and_the_read_is_not_returne
         )
         return out
 
-    searcher.retrieve = retrieve_then_delete  # type: ignore[method-assign]
+    searcher.retrieve_steps = retrieve_then_delete  # type: ignore[method-assign]
     resp = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW)
     assert first.chunk_id not in [h.chunk_id for h in resp.hits]
     assert len(resp.hits) == 2  # the head was three: the gone one is left out, nothing else
