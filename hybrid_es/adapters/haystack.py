@@ -50,7 +50,8 @@ from hybrid_es.adapters.haystack_store import (
 )
 from hybrid_es.errors import BadQueryError, ConfigurationError
 from hybrid_es.metadata_fields import FilterableField
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import Principal, RequestScope, SearchResponse
+from hybrid_es.retrieval.async_searcher import AsyncHybridSearcher
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 from hybrid_es.settings import Settings
 
@@ -82,6 +83,7 @@ class HybridEsRetriever:
         rerank: bool = True,
         filters: dict[str, Any] | None = None,
         filter_policy: FilterPolicy | str = FilterPolicy.REPLACE,
+        async_searcher: AsyncHybridSearcher | None = None,
     ) -> None:
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
@@ -93,7 +95,10 @@ class HybridEsRetriever:
         self.settings_spec = settings
         self.secrets = dict(default_secrets() if secrets is None else secrets)
         self._searcher = searcher
-        self._given_searcher = searcher is not None
+        self._given_searcher = searcher is not None or async_searcher is not None
+        self.async_searcher = async_searcher
+        if async_searcher is not None and searcher is None and document_store is None:
+            self._searcher = async_searcher.searcher
         self.scope = (
             scope
             if scope is None or isinstance(scope, RequestScope)
@@ -155,8 +160,6 @@ class HybridEsRetriever:
         policy); returns ``{"documents": [...]}`` in rank order. Raises PolicyViolationError
         without a principal, HaystackFilterError for a bad filter (before any request)."""
         provenance.require_principal(principal, WHERE)
-        merged = apply_filter_policy(self.filter_policy, self.filters, filters)
-        neutral = check_haystack_filters(merged, self.searcher.filterable_fields)
         caller, response = provenance.search(
             self.searcher,
             query,
@@ -165,18 +168,14 @@ class HybridEsRetriever:
             top_k=self.top_k if top_k is None else top_k,
             rerank=self.rerank,
             where=WHERE,
-            filters=neutral,
+            filters=self._neutral(filters),
         )
-        documents = [
-            Document(
-                id=hit.chunk_id,
-                content=hit.text,
-                score=provenance.score(hit),
-                meta=provenance.metadata(hit, response, caller),
-            )
-            for hit in response.hits
-        ]
-        return {"documents": documents}
+        return {"documents": _documents(caller, response)}
+
+    def _neutral(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The init and run filters merged by the policy, in the neutral grammar (checked)."""
+        merged = apply_filter_policy(self.filter_policy, self.filters, filters)
+        return check_haystack_filters(merged, self.searcher.filterable_fields)
 
     @component.output_types(documents=list[Document])
     async def run_async(
@@ -187,8 +186,22 @@ class HybridEsRetriever:
         scope: RequestScope | None = None,
         top_k: int | None = None,
     ) -> dict[str, Any]:
-        """:meth:`run` in a worker thread (the searcher is synchronous), for AsyncPipeline."""
-        return await asyncio.to_thread(self.run, query, principal, filters, scope, top_k)
+        """:meth:`run` for AsyncPipeline: awaited on the ``async_searcher`` when the retriever
+        has one, else the blocking search in a worker thread."""
+        if self.async_searcher is None:
+            return await asyncio.to_thread(self.run, query, principal, filters, scope, top_k)
+        provenance.require_principal(principal, WHERE)
+        caller, response = await provenance.asearch(
+            self.async_searcher,
+            query,
+            principal,
+            scope or self.scope,
+            top_k=self.top_k if top_k is None else top_k,
+            rerank=self.rerank,
+            where=WHERE,
+            filters=self._neutral(filters),
+        )
+        return {"documents": _documents(caller, response)}
 
     def to_dict(self) -> dict[str, Any]:
         """Haystack serialisation: how to build the searcher (the store, or the settings and
@@ -196,8 +209,8 @@ class HybridEsRetriever:
         retriever given a bare HybridSearcher."""
         if self._given_searcher:
             raise ConfigurationError(
-                "this HybridEsRetriever was given a HybridSearcher object, which cannot be "
-                "serialised",
+                "this HybridEsRetriever was given a searcher object (HybridSearcher or "
+                "AsyncHybridSearcher), which cannot be serialised",
                 hint="build it from a document store (document_store=...) or from settings "
                 "(settings=...) to save it in a pipeline",
             )
@@ -224,3 +237,15 @@ class HybridEsRetriever:
         if params.get("document_store") is not None:
             params["document_store"] = HybridEsDocumentStore.from_dict(params["document_store"])
         return default_from_dict(cls, data)
+
+
+def _documents(caller: Principal, response: SearchResponse) -> list[Document]:
+    return [
+        Document(
+            id=hit.chunk_id,
+            content=hit.text,
+            score=provenance.score(hit),
+            meta=provenance.metadata(hit, response, caller),
+        )
+        for hit in response.hits
+    ]

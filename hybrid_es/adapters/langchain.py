@@ -47,7 +47,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, model_validator
 
 from hybrid_es.adapters import provenance
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.filters import translate_filter
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 
@@ -75,6 +75,9 @@ class HybridEsRetriever(BaseRetriever):
     rerank: bool = True
     # Any: whatever is given is checked by the filter grammar (FilterError), not by pydantic.
     filter: Any = None
+    # An AsyncHybridSearcher over the same searcher: ainvoke/abatch await it on the event loop
+    # (None: they run the blocking search in a worker thread).
+    async_searcher: Any = None
 
     @model_validator(mode="after")
     def _filter_ok(self) -> HybridEsRetriever:
@@ -103,14 +106,7 @@ class HybridEsRetriever(BaseRetriever):
             where=WHERE,
             filters=self.filter if filter is None else filter,
         )
-        return [
-            Document(
-                id=hit.chunk_id,
-                page_content=hit.text,
-                metadata=provenance.metadata(hit, response, caller),
-            )
-            for hit in response.hits
-        ]
+        return _documents(caller, response)
 
     async def _aget_relevant_documents(
         self,
@@ -122,8 +118,20 @@ class HybridEsRetriever(BaseRetriever):
         top_k: int | None = None,
         filter: Mapping[str, Any] | None = None,  # LangChain's own keyword
     ) -> list[Document]:
-        # The searcher is synchronous: run it in a thread rather than block the event loop.
-        # (LangChain's default would drop the principal: it passes no keywords on.)
+        # LangChain's default would drop the principal (it passes no keywords on).
+        if self.async_searcher is not None:
+            caller, response = await provenance.asearch(
+                self.async_searcher,
+                query,
+                principal,
+                scope or self.scope,
+                top_k=self.top_k if top_k is None else top_k,
+                rerank=self.rerank,
+                where=WHERE,
+                filters=self.filter if filter is None else filter,
+            )
+            return _documents(caller, response)
+        # Without one, the blocking search runs in a thread rather than block the event loop.
         return await asyncio.to_thread(
             self._get_relevant_documents,
             query,
@@ -133,3 +141,14 @@ class HybridEsRetriever(BaseRetriever):
             top_k=top_k,
             filter=filter,
         )
+
+
+def _documents(caller: Principal, response: SearchResponse) -> list[Document]:
+    return [
+        Document(
+            id=hit.chunk_id,
+            page_content=hit.text,
+            metadata=provenance.metadata(hit, response, caller),
+        )
+        for hit in response.hits
+    ]

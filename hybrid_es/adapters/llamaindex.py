@@ -45,7 +45,8 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from hybrid_es.adapters import provenance
 from hybrid_es.adapters.llamaindex_filters import check_llamaindex_filters
 from hybrid_es.errors import BadQueryError
-from hybrid_es.models import Principal, Record, RequestScope
+from hybrid_es.models import Principal, Record, RequestScope, SearchResponse
+from hybrid_es.retrieval.async_searcher import AsyncHybridSearcher
 from hybrid_es.retrieval.searcher import MAX_TOP_K, HybridSearcher
 
 WHERE = "HybridEsRetriever(principal=...) or .for_principal(principal)"
@@ -107,6 +108,7 @@ class HybridEsRetriever(BaseRetriever):
         rerank: bool = True,
         filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
+        async_searcher: AsyncHybridSearcher | None = None,
     ) -> None:
         if not 1 <= top_k <= MAX_TOP_K:
             raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
@@ -118,6 +120,7 @@ class HybridEsRetriever(BaseRetriever):
         self.top_k = top_k
         self.rerank = rerank
         self.filters = filters
+        self.async_searcher = async_searcher
 
     def for_principal(
         self,
@@ -136,6 +139,7 @@ class HybridEsRetriever(BaseRetriever):
             rerank=self.rerank,
             filters=self.filters if filters is None else filters,
             callback_manager=self.callback_manager,
+            async_searcher=self.async_searcher,
         )
 
     def retrieve_for(
@@ -161,16 +165,31 @@ class HybridEsRetriever(BaseRetriever):
             where=WHERE,
             filters=self._neutral,
         )
-        return [
-            NodeWithScore(
-                node=chunk_node(
-                    hit.chunk_id, hit.text, provenance.metadata(hit, response, caller), hit.doc_id
-                ),
-                score=provenance.score(hit),
-            )
-            for hit in response.hits
-        ]
+        return _nodes(caller, response)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        # The searcher is synchronous: run it in a thread rather than block the event loop.
-        return await asyncio.to_thread(self._retrieve, query_bundle)
+        if self.async_searcher is None:  # the blocking search, in a thread off the event loop
+            return await asyncio.to_thread(self._retrieve, query_bundle)
+        caller, response = await provenance.asearch(
+            self.async_searcher,
+            query_bundle.query_str,
+            self.principal,
+            self.scope,
+            top_k=self.top_k,
+            rerank=self.rerank,
+            where=WHERE,
+            filters=self._neutral,
+        )
+        return _nodes(caller, response)
+
+
+def _nodes(caller: Principal, response: SearchResponse) -> list[NodeWithScore]:
+    return [
+        NodeWithScore(
+            node=chunk_node(
+                hit.chunk_id, hit.text, provenance.metadata(hit, response, caller), hit.doc_id
+            ),
+            score=provenance.score(hit),
+        )
+        for hit in response.hits
+    ]

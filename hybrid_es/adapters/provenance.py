@@ -9,11 +9,14 @@ leg. Nothing in the query text is read for who is asking.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hybrid_es.errors import PolicyViolationError
 from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.searcher import HybridSearcher
+
+if TYPE_CHECKING:
+    from hybrid_es.retrieval.async_searcher import AsyncHybridSearcher
 
 NAMESPACE = "hybrid_es"
 """The one metadata key that holds the hit's provenance; every other key is the document's own."""
@@ -74,6 +77,26 @@ def search(
     it). Returns the principal and the response; raises what the searcher raises."""
     caller = require_principal(principal, where)
     response = searcher.search(
+        query, caller, scope or RequestScope(), top_k=top_k, rerank=rerank, filters=filters
+    )
+    return caller, response
+
+
+async def asearch(
+    searcher: AsyncHybridSearcher,
+    query: str,
+    principal: object,
+    scope: RequestScope | None,
+    *,
+    top_k: int,
+    rerank: bool,
+    where: str,
+    filters: Mapping[str, Any] | None = None,
+) -> tuple[Principal, SearchResponse]:
+    """:func:`search` on an :class:`~hybrid_es.retrieval.async_searcher.AsyncHybridSearcher`
+    (the adapters' async paths when they are given one)."""
+    caller = require_principal(principal, where)
+    response = await searcher.search(
         query, caller, scope or RequestScope(), top_k=top_k, rerank=rerank, filters=filters
     )
     return caller, response

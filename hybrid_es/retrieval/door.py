@@ -18,6 +18,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from hybrid_es.cluster.async_engine import AsyncEngine
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.guard import opened
 from hybrid_es.retrieval.dialects import Dialect, dialect_for
@@ -113,3 +114,28 @@ class ChunksDoor:
             if hit is None:
                 return
             yield hit
+
+
+class AsyncChunksDoor:
+    """The door of an :class:`~hybrid_es.cluster.async_engine.AsyncEngine` (the async searcher's
+    ``_msearch``): the same check of every body before anything is sent."""
+
+    def __init__(self, engine: AsyncEngine, dialect: Dialect | None = None) -> None:
+        self.engine = engine
+        self.dialect = dialect or dialect_for(engine.flavor)
+
+    async def msearch(
+        self,
+        searches: list[tuple[str, dict[str, Any]]],
+        policy: dict[str, Any],
+        *,
+        opaque_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Several ``(index, body)`` searches in one request, every body checked first. The
+        passage is open in this task's context only (each asyncio task has its own)."""
+        lines: list[dict[str, Any]] = []
+        for index, body in searches:
+            self.dialect.assert_policy(body, policy)
+            lines += [{"index": index}, body]
+        with opened():
+            return await self.engine.msearch(lines, opaque_id=opaque_id)

@@ -1,0 +1,99 @@
+"""Hybrid search on the event loop: :class:`AsyncHybridSearcher`.
+
+The same search as :class:`~hybrid_es.retrieval.searcher.HybridSearcher` (its generator of
+effects, ``HybridSearcher.search_steps``: every decision, check and span is that code), with the
+I/O that differs: the ``_msearch`` requests go out on an async client
+(:class:`~hybrid_es.cluster.async_engine.AsyncEngine`, through the async chunks door) and are
+awaited, while the model work (the query embedding, the cross-encoder) and a tenant's first
+checks run in worker threads, never on the loop. Many concurrent searches then share one
+event loop and a small thread pool instead of a thread each; concurrent query embeddings are
+batched by the searcher's query batcher as in the blocking path.
+
+    searcher = traced_searcher(settings)                       # the blocking one, configured
+    async with AsyncHybridSearcher.from_searcher(searcher, settings) as asearcher:
+        response = await asearcher.search(question, principal, scope)
+
+``scripts/bench_async.py`` measures it against the thread-per-request path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from hybrid_es.cluster.async_engine import AsyncEngine, async_engine_for
+from hybrid_es.models import Principal, RequestScope, SearchResponse
+from hybrid_es.retrieval import effects
+from hybrid_es.retrieval.door import AsyncChunksDoor
+from hybrid_es.retrieval.effects import Msearch
+from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
+
+
+class AsyncHybridSearcher:
+    """Async hybrid search over ``searcher``'s configuration (layout, embedder, reranker,
+    fusion, hooks) with ``client`` (an :class:`AsyncEngine`, or an ``AsyncElasticsearch`` /
+    ``AsyncOpenSearch`` of the same cluster) for the searches themselves."""
+
+    def __init__(self, searcher: HybridSearcher, client: AsyncEngine | Any) -> None:
+        self.searcher = searcher
+        if not isinstance(client, AsyncEngine):
+            client = AsyncEngine(client, searcher.client.flavor, url=searcher.url)
+        client.guard(searcher.layout.chunks, *searcher.client.guarded)
+        self.client: AsyncEngine = client
+        self.door = AsyncChunksDoor(client, searcher.dialect)
+
+    @classmethod
+    def from_searcher(
+        cls, searcher: HybridSearcher, settings: Settings | None = None
+    ) -> AsyncHybridSearcher:
+        """Beside ``searcher``, an async client built from ``settings`` (default: from the
+        environment) to the same cluster."""
+        return cls(searcher, async_engine_for(searcher.client, settings or Settings()))
+
+    async def search(
+        self,
+        query: str,
+        principal: Principal,
+        scope: RequestScope | None = None,
+        *,
+        top_k: int = 10,
+        rerank: bool = True,
+        rerank_depth: int = 50,
+        now: datetime | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> SearchResponse:
+        """:meth:`HybridSearcher.search`, awaited: the same arguments, checks, errors, hooks and
+        response."""
+        steps = self.searcher.search_steps(
+            query,
+            principal,
+            scope,
+            top_k=top_k,
+            rerank=rerank,
+            rerank_depth=rerank_depth,
+            now=now,
+            filters=filters,
+        )
+        return await effects.arun(steps, self._msearch)
+
+    async def _msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
+        pairs = [(effect.req.index, body) for body in effect.searches]
+        items = await self.door.msearch(
+            pairs, effect.req.policy, opaque_id=effect.req.trace_id or None
+        )
+        return self.searcher.answered(items, pairs)
+
+    async def close(self) -> dict[str, Any]:
+        """Close the async client, then the searcher (flushing its trace writer, in a thread);
+        returns what :meth:`HybridSearcher.close` returns."""
+        await self.client.close()
+        return await asyncio.to_thread(self.searcher.close)
+
+    async def __aenter__(self) -> AsyncHybridSearcher:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
