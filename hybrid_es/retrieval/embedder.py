@@ -71,6 +71,12 @@ class LazyModel:
         return round((time.perf_counter() - t) * 1000, 3)
 
 
+def needs_loading(model: object) -> bool:
+    """Whether ``model`` loads lazily and has not loaded yet (its first use would load it)."""
+    lazy = getattr(model, "_model", None)
+    return isinstance(lazy, LazyModel) and lazy._model is None
+
+
 def ensure_loaded(model: object) -> float:
     """Load ``model`` (an embedder or reranker) if it loads lazily and is not loaded yet; the
     milliseconds spent (0.0 otherwise: loaded already, or a model with nothing to load)."""

@@ -76,7 +76,7 @@ from hybrid_es.retrieval.dialects import (
 )
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
-from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded
+from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded, needs_loading
 from hybrid_es.retrieval.filters import filter_summary, translate_filter
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
@@ -89,6 +89,7 @@ from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
 from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
     Candidate,
+    Reranked,
     Retrieved,
     SearchRequest,
     assemble,
@@ -423,8 +424,9 @@ class HybridSearcher:
             try:
                 t = time.perf_counter()
                 with telemetry.span("hybrid_es.prepare"):
-                    req = yield Compute(
-                        lambda: self.prepare(
+
+                    def prepare() -> SearchRequest:
+                        return self.prepare(
                             query,
                             principal,
                             scope,
@@ -435,7 +437,10 @@ class HybridSearcher:
                             trace_id=trace_id,
                             filters=filters,
                         )
-                    )
+
+                    # A tenant's first search reads its corpus state and the index's model (a
+                    # blocking computation); later ones only validate and build the filter.
+                    req = prepare() if self._prepared(principal) else (yield Compute(prepare))
                 staged["prepare"] = ms_since(t)
                 seen: list[str] = []
                 try:
@@ -489,7 +494,12 @@ class HybridSearcher:
         staged["authorize"] = ms_since(t)
         with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
             reranker = self.reranker
-            reranked = yield Compute(lambda: rerank_stage(req, authorized, reranker, timings))
+
+            def rerank() -> Reranked:
+                return rerank_stage(req, authorized, reranker, timings)
+
+            # Only a cross-encoder that will run is a computation to hand off.
+            reranked = (yield Compute(rerank)) if req.rerank and reranker else rerank()
         t = time.perf_counter()
         timings["total"] = ms_since(t_all)
         with telemetry.span("hybrid_es.assemble"):
@@ -604,6 +614,14 @@ class HybridSearcher:
         now = now or datetime.now(UTC)
         return index, policy_filter(principal, scope or RequestScope(), now, narrowed_by=narrowing)
 
+    def _prepared(self, principal: Principal) -> bool:
+        """Whether :meth:`prepare` has checked this caller's tenant and index before (then it
+        sends no request, unless a filter names a field the index's mapping lacks)."""
+        return (
+            principal.tenant in self._known_tenants
+            and self.index_for(principal) in self._model_checked
+        )
+
     def _check_filter_mapped(self, index: str, filters: Mapping[str, Any] | None) -> None:
         """Refuse a filter on a declared field that the index does not map with the declared
         type (declared after the last bootstrap, or mapped otherwise), where the caller may read
@@ -661,8 +679,8 @@ class HybridSearcher:
                 )
         vector = None
         if path != "bm25-only":
-            loaded = yield Compute(lambda: ensure_loaded(self.embedder))  # apart from embed
-            if loaded:
+            if needs_loading(self.embedder):  # a first load is timed apart from embed
+                loaded = yield Compute(lambda: ensure_loaded(self.embedder))
                 timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
             t = time.perf_counter()
             with telemetry.span("hybrid_es.embed"):
