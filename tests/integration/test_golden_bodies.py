@@ -1,4 +1,6 @@
-"""The golden request bodies (tests/golden/) sent as they are to the real Elasticsearch.
+"""The golden request bodies (tests/golden/) sent as they are to the real engine: the
+Elasticsearch retriever bodies to Elasticsearch, the OpenSearch ``hybrid`` bodies (with their
+inline search pipeline) to OpenSearch.
 
 tests/unit/test_queries.py pins them byte for byte against the builders; this catches what the
 cluster would reject, and shows that what they return is what the golden policy admits.
@@ -18,14 +20,7 @@ from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize
 from tests.conftest import ingest_as_owners, travel_documents, unguarded
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.engine(
-        "elasticsearch",
-        reason="the golden bodies are Elasticsearch retriever bodies; the OpenSearch ones are "
-        "sent in test_native_fusion.py",
-    ),
-]
+pytestmark = pytest.mark.integration
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 # The golden question's principal, scope and moment (tests/unit/test_queries.py).
@@ -34,12 +29,27 @@ SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
+@pytest.mark.engine("elasticsearch", reason="Elasticsearch's retriever bodies")
 @pytest.mark.parametrize("name", ["rrf_kyo_h12.json", "client_legs_kyo_h12.json"])
 def test_the_cluster_runs_each_golden_body_and_returns_only_admitted_hits(
     es, caps, embedder, fresh_indices, name
 ):
     if name.startswith("rrf") and not caps.native_rrf:
         pytest.skip("missing capability: native rrf retriever (rank-rrf module or licence)")
+    _runs_and_admits(es, embedder, fresh_indices, name)
+
+
+@pytest.mark.engine("opensearch", reason="OpenSearch's hybrid query and search pipeline")
+@pytest.mark.parametrize(
+    "name", ["opensearch_hybrid_rrf_kyo_h12.json", "opensearch_hybrid_linear_kyo_h12.json"]
+)
+def test_opensearch_runs_each_golden_hybrid_body_and_returns_only_admitted_hits(
+    es, embedder, fresh_indices, name
+):
+    _runs_and_admits(es, embedder, fresh_indices, name)
+
+
+def _runs_and_admits(es, embedder, fresh_indices, name):  # type: ignore[no-untyped-def]
     ing = Ingestor(
         es,
         embedder,

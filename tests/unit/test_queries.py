@@ -20,7 +20,8 @@ import pytest
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.dialects import assert_policy_opensearch
+from hybrid_es.retrieval.dialects import OpenSearchDialect, assert_policy_opensearch
+from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     ID_BOOST,
@@ -59,9 +60,18 @@ def build_golden() -> dict[str, object]:
     each leaf as its own search; every body asks for ``window`` hits.
     """
     window = PARAMS.window
+    opensearch = OpenSearchDialect()
     return {
         "rrf_kyo_h12.json": search_body(rrf_retriever(_leaves(), PARAMS), window),
         "client_legs_kyo_h12.json": [search_body(leaf, window) for leaf in _leaves()],
+        # OpenSearch's native fusion: the hybrid query, fused by the inline search pipeline
+        # (2.19 reads the rank constant under the processor's parameters).
+        "opensearch_hybrid_rrf_kyo_h12.json": opensearch.native(
+            QUERY, VECTOR, POLICY, PARAMS, "rrf", DEFAULT_ALPHA
+        ),
+        "opensearch_hybrid_linear_kyo_h12.json": opensearch.native(
+            QUERY, VECTOR, POLICY, PARAMS, "linear", DEFAULT_ALPHA
+        ),
     }
 
 
@@ -383,8 +393,9 @@ def test_sparse_leaf_is_plain_json_built_from_dsl_clauses(text, with_client_term
 
 @pytest.mark.parametrize("name", sorted(build_golden()))
 def test_every_golden_body_carries_the_policy(name):
+    check = assert_policy_opensearch if name.startswith("opensearch") else assert_policy
     for body in _bodies(name):
-        assert assert_policy(body, POLICY) >= 1
+        assert check(body, POLICY) >= 1
 
 
 def test_golden_rrf_body_shape():
