@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -30,6 +31,7 @@ from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.cluster.security import install_deployment_roles
 from hybrid_es.errors import AuthenticationError, EngineError
 from hybrid_es.ingest.indexer import Ingestor
+from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
@@ -331,3 +333,56 @@ def test_bootstrap_roles_installs_the_deployment_roles_or_says_why_not(es, setti
     elif not caps.native_security_store:
         assert {a.status for a in roles.values()} == {"skipped"}
         assert all("cannot store roles" in a.diff for a in roles.values())
+
+
+def _store_writes(users: Users, world: World, es: Engine) -> dict[str, Any]:
+    """One write through each framework store, built on the app's credential (no write
+    privilege on chunks): the write each store's framework would send."""
+    from haystack import Document as HaystackDocument
+    from langchain_core.documents import Document as LcDocument
+    from llama_index.core.schema import TextNode
+
+    from hybrid_es.adapters.haystack_store import HybridEsDocumentStore
+    from hybrid_es.adapters.langchain_store import HybridEsVectorStore as LangChainStore
+    from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore as LlamaIndexStore
+    from tests.integration.test_filters import map_filter_fields
+
+    index = world.layout.chunks_for("demo-A")
+    map_filter_fields(es, index, parse_filterable_fields("ref_doc_id:keyword"))
+    searcher = HybridSearcher(
+        users.app, HashEmbedder(), layout=world.layout, filterable_fields="ref_doc_id:keyword"
+    )
+    ingestor = Ingestor(
+        users.app,
+        HashEmbedder(),
+        layout=world.layout,
+        corpus_state=CorpusState(users.app, world.layout.corpus_state),
+    )
+    writer = owner("demo-A")
+    text = "Planted: the KYO-H12 April rate is JPY 1."
+    return {
+        "langchain": lambda: LangChainStore(searcher, ingestor, writer).add_documents(
+            [LcDocument(text, metadata={"path": "planted.md"})], ids=["planted-lc"]
+        ),
+        "haystack": lambda: HybridEsDocumentStore(
+            writer, searcher=searcher, ingestor=ingestor
+        ).write_documents([HaystackDocument(id="planted-hs", content=text)]),
+        "llamaindex": lambda: LlamaIndexStore(searcher, ingestor, writer).add(
+            [TextNode(id_="planted-li", text=text)]
+        ),
+    }
+
+
+def test_no_framework_store_writes_with_a_credential_that_may_not(users, world, es):
+    """Each store writes through the Ingestor, so the cluster refuses a credential without write
+    rights exactly as `hybrid-es ingest` is refused: the node's 403, as AuthenticationError,
+    and nothing written."""
+    index = world.layout.chunks_for("demo-A")
+    before = unguarded(es).count(index)
+    for name, write in _store_writes(users, world, es).items():
+        with pytest.raises(AuthenticationError) as refused:
+            write()
+        assert refused.value.status == 403, name
+        assert "lack" in refused.value.message, name
+    es.refresh(index)
+    assert unguarded(es).count(index) == before
