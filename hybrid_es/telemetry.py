@@ -14,13 +14,17 @@ leaves request bodies out of its spans):
   ``hybrid_es.packet.<operation>``; attributes: the fusion path, the fallback kind, counts
   (hits, candidates, top_k), whether it reranked, the trace id, and on failure ``error.type``
   (the exception's class) with the span's status set to error;
+- a span ``hybrid_es.ingest.batch`` per ingest batch: its documents, the chunks written,
+  embedded, skipped unchanged, superseded and removed, the failed items and documents, and the
+  milliseconds of each step (``read_ms``, ``plan_ms``, ``embed_ms``, ``bulk_ms``);
 - metrics (meter ``hybrid_es``): ``hybrid_es.search.duration`` (histogram, ms, by ``stage``),
   ``hybrid_es.search.requests`` (counter, by ``outcome`` and ``fusion_path``),
   ``hybrid_es.search.refusals`` (counter, by ``reason``: a class of :mod:`hybrid_es.errors` or
   ``other``), ``hybrid_es.search.fallbacks`` (counter, by ``reason``: one of :data:`FALLBACKS`),
-  ``hybrid_es.packet.duration`` (histogram, ms, by ``operation``) and
-  ``hybrid_es.packet.verdicts`` (counter, by ``verdict``). Every attribute takes a bounded set of
-  values, so no instrument grows with the traffic.
+  ``hybrid_es.packet.duration`` (histogram, ms, by ``operation``),
+  ``hybrid_es.packet.verdicts`` (counter, by ``verdict``) and ``hybrid_es.traces.dropped``
+  (counter, by ``reason``: one of :data:`TRACE_DROP_REASONS`). Every attribute takes a bounded
+  set of values, so no instrument grows with the traffic.
 
 A failing or slow backend: every call into OpenTelemetry here is guarded, so an exception in it
 is logged (once a minute) and never reaches the search. The API's own calls are in-memory; the
@@ -126,6 +130,9 @@ def _instruments() -> dict[str, Any]:
             ),
             "packet.verdicts": meter.create_counter(
                 "hybrid_es.packet.verdicts", description="packet verdicts"
+            ),
+            "traces.dropped": meter.create_counter(
+                "hybrid_es.traces.dropped", description="traces lost by the writer, by reason"
             ),
         }
     return _state.instruments
@@ -267,3 +274,19 @@ def record_packet(operation: str, ms: float, verdict: str | None = None) -> None
             ins["packet.verdicts"].add(1, {"verdict": verdict if verdict in VERDICTS else "other"})
     except Exception as exc:
         _failed("packet metrics", exc)
+
+
+TRACE_DROP_REASONS: Final = ("queue_full", "closed", "unbuildable", "refused", "request_failed")
+"""Why the trace writer lost a trace (``traces.writer.DROP_REASONS`` says what each means)."""
+
+
+def record_trace_drops(n: int, reason: str) -> None:
+    """``n`` traces lost for ``reason`` (one of :data:`TRACE_DROP_REASONS`, else ``other``).
+    Never raises."""
+    if not ENABLED or n <= 0:
+        return
+    try:
+        label = reason if reason in TRACE_DROP_REASONS else "other"
+        _instruments()["traces.dropped"].add(int(n), {"reason": label})
+    except Exception as exc:
+        _failed("trace metrics", exc)

@@ -211,9 +211,11 @@ def tracer(s: Settings) -> Any:
     storage, shared by every searcher and packet service of the process and flushed at exit;
     hooks that do nothing when ``HYBRID_ES_TRACES=false``.
 
-    A cluster that refuses or cannot take traces costs nothing but the drops it counts.
+    A cluster that refuses or cannot take traces costs nothing but the drops it counts, and
+    the process reports them as it exits (a ``warning: traces: ... dropped`` line on stderr:
+    ``traces.wiring.close_writer``).
     """
-    from hybrid_es.traces.wiring import NoTracer, search_tracer, trace_writer
+    from hybrid_es.traces.wiring import NoTracer, close_writer, search_tracer, trace_writer
 
     if not s.traces:
         return NoTracer()
@@ -221,7 +223,7 @@ def tracer(s: Settings) -> Any:
         import atexit
 
         writer = trace_writer(client(s), s)
-        atexit.register(writer.close, 5.0)
+        atexit.register(close_writer, writer, 5.0)
         _process["tracer"] = search_tracer(writer, s)
     return _process["tracer"]
 

@@ -29,7 +29,9 @@ def eval_command(
     split: Annotated[str, typer.Option(help="qrels split.")] = "test",
     pipelines: Annotated[
         str,
-        typer.Option(help="Comma list of bm25,dense,hybrid,linear,hybrid+rerank,linear+rerank."),
+        typer.Option(
+            help="Comma list of: bm25, dense, hybrid, linear, hybrid+rerank, linear+rerank."
+        ),
     ] = "bm25,dense,hybrid,linear",
     embedder: Annotated[str, typer.Option(help="minilm | e5 | a model path")] = "minilm",
     reranker: Annotated[

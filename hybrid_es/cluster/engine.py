@@ -10,6 +10,16 @@ each), security in ``cluster.security``.
 
 Every method raises the package's own errors (``errors.translate_es_error``), never a client's:
 a version conflict is ``VersionConflictError``, a missing document a ``None``.
+
+The calls go through the clients' typed methods (``search``, ``msearch``, ``count``, ``get``,
+``mget``, ``index``, ``indices.refresh``, ...; see :class:`ApiCall`), not through a bare
+``perform_request``: elasticsearch-py's own OpenTelemetry spans are named by endpoint (``search``,
+``msearch``, ``indices.refresh``) only for typed calls, and carry ``db.operation`` and the path
+parts, where a bare request is a span named ``POST``. opensearch-py makes no spans; its typed
+methods are used all the same, so both flavours take one route. What has no typed method on both
+clients (data streams, security, search pipelines, licences) goes through :meth:`Engine.request`.
+Either way the chunks guard (``cluster.guard``) reads the REST path and body before anything is
+sent.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -34,6 +45,38 @@ from hybrid_es.errors import (
 from hybrid_es.settings import Settings
 
 Flavor = Literal["elasticsearch", "opensearch"]
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    """One cluster call in both of its forms: the clients' typed method ``api`` (``search``,
+    ``indices.refresh``: the same name on elasticsearch-py and opensearch-py) with its path parts
+    ``parts`` (``index=``, ``id=``), and the REST request it is, ``method`` ``path``. ``params``
+    are URL parameters as the REST API spells them (``_source_includes``; None left out);
+    ``body`` a JSON body, or for ``msearch`` the list of NDJSON lines.
+
+    The chunks guard reads the REST form, whichever form is sent; an engine that knows only the
+    REST primitive (a wrapper, a test double) sends that form."""
+
+    api: str
+    method: str
+    path: str
+    parts: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+    def rest_body(self) -> Any:
+        """The body as a bare request sends it: a list of lines as NDJSON text."""
+        if isinstance(self.body, list):
+            return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in self.body)
+        return self.body
+
+    def typed_body(self) -> Any:
+        """The body for a typed method: a copy (elasticsearch-py may merge parameters into a
+        body it is given), or None."""
+        if isinstance(self.body, dict):
+            return dict(self.body)
+        return list(self.body) if isinstance(self.body, list) else self.body
 
 
 class Engine(ABC):
@@ -104,6 +147,21 @@ class Engine(ABC):
         except Exception as exc:
             raise translate_es_error(exc, url=self.url, what=what) from exc
 
+    def call(self, call: ApiCall, *, what: str, opaque_id: str | None = None) -> Any:
+        """One call through the client's typed method (:class:`ApiCall`); the JSON it answers
+        (a HEAD: ``{}``, or EngineError 404), or a package error. Checked by the chunks guard
+        first, as :meth:`request` is; ``opaque_id`` as there."""
+        chunks_guard.check(call.path, self.guarded, call.body)
+        try:
+            return self._typed(call, opaque_id)
+        except Exception as exc:
+            raise translate_es_error(exc, url=self.url, what=what) from exc
+
+    def _typed(self, call: ApiCall, opaque_id: str | None) -> Any:
+        """The flavour's typed client call; raises the client's own errors (:meth:`call`
+        translates). Here, for an engine that knows only :meth:`_send`: the REST form."""
+        return self._send(call.method, call.path, _query(call.params), call.rest_body(), opaque_id)
+
     @abstractmethod
     def _send(
         self,
@@ -130,10 +188,12 @@ class Engine(ABC):
     ) -> dict[str, Any] | None:
         """A document (real-time), with ``_source``, ``_seq_no`` and ``_primary_term``; None
         when it, or its index, does not exist."""
-        params = {"_source_includes": ",".join(source_includes)} if source_includes else None
+        params = {"_source_includes": ",".join(source_includes)} if source_includes else {}
+        path = f"/{_p(index)}/_doc/{_p(id)}"
         try:
-            doc = self.request(
-                "GET", f"/{_p(index)}/_doc/{_p(id)}", params=params, what="reading a document"
+            doc = self.call(
+                ApiCall("get", "GET", path, {"index": index, "id": id}, params),
+                what="reading a document",
             )
         except EngineError as exc:
             if exc.status == 404:
@@ -148,12 +208,11 @@ class Engine(ABC):
         self, index: str, ids: Sequence[str], *, source_includes: Sequence[str] | None = None
     ) -> list[dict[str, Any]]:
         """One entry per id, in order: found, not found, or an ``error`` of its own."""
-        params = {"_source_includes": ",".join(source_includes)} if source_includes else None
-        resp = self.request(
-            "POST",
-            f"/{_p(index)}/_mget",
-            params=params,
-            body={"ids": list(ids)},
+        params = {"_source_includes": ",".join(source_includes)} if source_includes else {}
+        path = f"/{_p(index)}/_mget"
+        body = {"ids": list(ids)}
+        resp = self.call(
+            ApiCall("mget", "POST", path, {"index": index}, params, body),
             what="reading documents",
         )
         return list(resp["docs"])
@@ -179,34 +238,35 @@ class Engine(ABC):
             "refresh": refresh,
         }
         path = f"/{_p(index)}/_doc" + (f"/{_p(id)}" if id is not None else "")
-        return dict(
-            self.request("PUT" if id else "POST", path, params=params, body=document, what=what)
-        )
+        parts = {"index": index, **({"id": id} if id is not None else {})}
+        method = "PUT" if id else "POST"
+        return dict(self.call(ApiCall("index", method, path, parts, params, document), what=what))
 
     def update(
         self, index: str, id: str, doc: dict[str, Any], *, refresh: str | None = None
     ) -> None:
-        self.request(
-            "POST",
-            f"/{_p(index)}/_update/{_p(id)}",
-            params={"refresh": refresh},
-            body={"doc": doc},
+        path = f"/{_p(index)}/_update/{_p(id)}"
+        parts = {"index": index, "id": id}
+        self.call(
+            ApiCall("update", "POST", path, parts, {"refresh": refresh}, {"doc": doc}),
             what="updating a document",
         )
 
     def delete(self, index: str, id: str, *, refresh: str | None = None) -> None:
-        self.request(
-            "DELETE",
-            f"/{_p(index)}/_doc/{_p(id)}",
-            params={"refresh": refresh},
+        path = f"/{_p(index)}/_doc/{_p(id)}"
+        parts = {"index": index, "id": id}
+        self.call(
+            ApiCall("delete", "DELETE", path, parts, {"refresh": refresh}),
             what="deleting a document",
         )
 
     def count(self, index: str, query: dict[str, Any] | None = None) -> int:
         body = {"query": query} if query is not None else None
-        return int(
-            self.request("POST", f"/{_p(index)}/_count", body=body, what="counting")["count"]
+        path = f"/{_p(index)}/_count"
+        resp = self.call(
+            ApiCall("count", "POST", path, {"index": index}, {}, body), what="counting"
         )
+        return int(resp["count"])
 
     def search(
         self,
@@ -217,29 +277,19 @@ class Engine(ABC):
         opaque_id: str | None = None,
         **params: Any,
     ) -> dict[str, Any]:
-        """One search; ``params`` are URL parameters (``ignore_unavailable``, ``search_pipeline``,
-        ``seq_no_primary_term``, ...); ``opaque_id`` as in :meth:`request`."""
-        return dict(
-            self.request(
-                "POST",
-                f"/{_p(index)}/_search",
-                params=params,
-                body=body,
-                what=what,
-                opaque_id=opaque_id,
-            )
-        )
+        """One search; ``params`` are URL parameters (``ignore_unavailable``,
+        ``allow_no_indices``, ...); ``opaque_id`` as in :meth:`request`."""
+        path = f"/{_p(index)}/_search"
+        call = ApiCall("search", "POST", path, {"index": index}, params, body)
+        return dict(self.call(call, what=what, opaque_id=opaque_id))
 
     def msearch(
         self, searches: list[dict[str, Any]], *, opaque_id: str | None = None, **params: Any
     ) -> list[dict[str, Any]]:
         """Several searches in one request (header, body, header, body, ...): their responses.
         ``opaque_id`` as in :meth:`request`."""
-        ndjson = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in searches)
-        resp = self.request(
-            "POST", "/_msearch", params=params, body=ndjson, what="search", opaque_id=opaque_id
-        )
-        return list(resp["responses"])
+        call = ApiCall("msearch", "POST", "/_msearch", {}, params, list(searches))
+        return list(self.call(call, what="search", opaque_id=opaque_id)["responses"])
 
     def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every hit of a query, paged with the client helpers' scroll."""
@@ -261,9 +311,25 @@ class Engine(ABC):
 
     # -- indices ---------------------------------------------------------------------------
 
+    def _indices(
+        self,
+        api: str,
+        method: str,
+        index: str,
+        suffix: str = "",
+        *,
+        what: str,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """One ``indices.<api>`` call on ``index`` (REST: ``method /index<suffix>``)."""
+        path = f"/{_p(index)}{suffix}"
+        call = ApiCall(f"indices.{api}", method, path, {"index": index}, params or {}, body)
+        return self.call(call, what=what)
+
     def index_exists(self, index: str) -> bool:
         try:
-            self.request("HEAD", f"/{_p(index)}", what="checking an index")
+            self._indices("exists", "HEAD", index, what="checking an index")
         except EngineError as exc:
             if exc.status == 404:
                 return False
@@ -273,7 +339,7 @@ class Engine(ABC):
     def create_index(self, index: str, body: dict[str, Any] | None = None) -> bool:
         """Create ``index`` (its templates apply); False when it exists already."""
         try:
-            self.request("PUT", f"/{_p(index)}", body=body, what=f"creating {index}")
+            self._indices("create", "PUT", index, body=body, what=f"creating {index}")
         except EngineError as exc:
             if exc.status == 400 and "resource_already_exists" in exc.message:
                 return False
@@ -281,43 +347,49 @@ class Engine(ABC):
         return True
 
     def delete_index(self, index: str) -> None:
-        self.request(
+        self._indices(
+            "delete",
             "DELETE",
-            f"/{_p(index)}",
+            index,
             params={"ignore_unavailable": True, "allow_no_indices": True},
             what=f"deleting {index}",
         )
 
     def refresh(self, index: str) -> None:
-        self.request("POST", f"/{_p(index)}/_refresh", what=f"refreshing {index}")
+        self._indices("refresh", "POST", index, "/_refresh", what=f"refreshing {index}")
 
     def get_mapping(self, index: str) -> dict[str, Any]:
         """Index name -> its ``mappings``."""
-        resp = self.request("GET", f"/{_p(index)}/_mapping", what=f"reading {index}")
+        resp = self._indices("get_mapping", "GET", index, "/_mapping", what=f"reading {index}")
         return {name: body.get("mappings", {}) for name, body in dict(resp).items()}
 
     def put_mapping(self, index: str, body: dict[str, Any]) -> None:
-        self.request("PUT", f"/{_p(index)}/_mapping", body=body, what=f"updating {index}")
+        self._indices("put_mapping", "PUT", index, "/_mapping", body=body, what=f"updating {index}")
 
     def put_settings(self, index: str, settings: dict[str, Any]) -> None:
-        self.request("PUT", f"/{_p(index)}/_settings", body=settings, what=f"updating {index}")
+        self._indices(
+            "put_settings", "PUT", index, "/_settings", body=settings, what=f"updating {index}"
+        )
 
     def close_index(self, index: str) -> None:
-        self.request("POST", f"/{_p(index)}/_close", what=f"closing {index}")
+        self._indices("close", "POST", index, "/_close", what=f"closing {index}")
 
     def open_index(self, index: str) -> None:
-        self.request(
+        self._indices(
+            "open",
             "POST",
-            f"/{_p(index)}/_open",
+            index,
+            "/_open",
             params={"wait_for_active_shards": 1},
             what=f"opening {index}",
         )
 
     def indices(self, pattern: str) -> list[str]:
         """The open indices matching ``pattern`` (none: an empty list)."""
-        resp = self.request(
+        resp = self._indices(
+            "get",
             "GET",
-            f"/{_p(pattern)}",
+            pattern,
             params={
                 "expand_wildcards": "open",
                 "allow_no_indices": True,
@@ -330,22 +402,27 @@ class Engine(ABC):
 
     def simulate_index_template(self, index: str) -> dict[str, Any]:
         """What the installed templates give a new index of this name."""
-        return dict(
-            self.request(
-                "POST", f"/_index_template/_simulate_index/{_p(index)}", what="simulating templates"
-            )
-        )
+        path = f"/_index_template/_simulate_index/{_p(index)}"
+        call = ApiCall("indices.simulate_index_template", "POST", path, {"name": index})
+        return dict(self.call(call, what="simulating templates"))
 
     def health(self, index: str | None = None, **params: Any) -> dict[str, Any]:
         path = "/_cluster/health" + (f"/{_p(index)}" if index else "")
-        return dict(self.request("GET", path, params=params, what="reading cluster health"))
+        parts = {"index": index} if index else {}
+        call = ApiCall("cluster.health", "GET", path, parts, params)
+        return dict(self.call(call, what="reading cluster health"))
 
     # -- templates -------------------------------------------------------------------------
 
+    def _template(self, api: str, method: str, kind: str, name: str, body: Any = None) -> Any:
+        """One ``<api>`` call on the template ``name`` (REST: ``method /_<kind>/name``)."""
+        call = ApiCall(api, method, f"/_{kind}/{_p(name)}", {"name": name}, {}, body)
+        return self.call(call, what="installing a template" if body else "reading a template")
+
     def get_component_template(self, name: str) -> dict[str, Any] | None:
         try:
-            resp = self.request(
-                "GET", f"/_component_template/{_p(name)}", what="reading a template"
+            resp = self._template(
+                "cluster.get_component_template", "GET", "component_template", name
             )
         except EngineError as exc:
             if exc.status == 404:
@@ -354,13 +431,11 @@ class Engine(ABC):
         return dict(resp["component_templates"][0]["component_template"])
 
     def put_component_template(self, name: str, body: dict[str, Any]) -> None:
-        self.request(
-            "PUT", f"/_component_template/{_p(name)}", body=body, what="installing a template"
-        )
+        self._template("cluster.put_component_template", "PUT", "component_template", name, body)
 
     def get_index_template(self, name: str) -> dict[str, Any] | None:
         try:
-            resp = self.request("GET", f"/_index_template/{_p(name)}", what="reading a template")
+            resp = self._template("indices.get_index_template", "GET", "index_template", name)
         except EngineError as exc:
             if exc.status == 404:
                 return None
@@ -368,7 +443,7 @@ class Engine(ABC):
         return dict(resp["index_templates"][0]["index_template"])
 
     def put_index_template(self, name: str, body: dict[str, Any]) -> None:
-        self.request("PUT", f"/_index_template/{_p(name)}", body=body, what="installing a template")
+        self._template("indices.put_index_template", "PUT", "index_template", name, body)
 
     def get_search_pipeline(self, name: str) -> dict[str, Any] | None:
         """An OpenSearch search pipeline's body; None when it is not installed."""
@@ -389,18 +464,16 @@ class Engine(ABC):
 
     def node_info(self) -> dict[str, Any]:
         """The local node's version, modules and plugins."""
-        resp = self.request(
-            "GET",
-            "/_nodes/_local",
-            params={"filter_path": "nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name"},
-            what="reading node info",
-        )
+        params = {"filter_path": "nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name"}
+        call = ApiCall("nodes.info", "GET", "/_nodes/_local", {"node_id": "_local"}, params)
+        resp = self.call(call, what="reading node info")
         return dict(next(iter(resp.get("nodes", {}).values()), {}))
 
     def analyzer_works(self, analyzer: str) -> bool:
+        body = {"analyzer": analyzer, "text": "probe"}
         try:
-            self.request(
-                "POST", "/_analyze", body={"analyzer": analyzer, "text": "probe"}, what="analyzing"
+            self.call(
+                ApiCall("indices.analyze", "POST", "/_analyze", {}, {}, body), what="analyzing"
             )
         except EngineError:
             return False
@@ -409,6 +482,22 @@ class Engine(ABC):
 
 class ElasticsearchEngine(Engine):
     flavor: Flavor = "elasticsearch"
+
+    def _typed(self, call: ApiCall, opaque_id: str | None) -> Any:
+        client = self.raw.options(opaque_id=opaque_id) if opaque_id else self.raw
+        kwargs: dict[str, Any] = dict(call.parts)
+        for k, v in call.params.items():
+            if v is not None:  # the typed methods spell ``_source_includes`` without the ``_``
+                kwargs[k.lstrip("_")] = v
+        body = call.typed_body()
+        if body is not None:
+            kwargs["body"] = body
+        resp = _method(client, call.api)(**kwargs)
+        if call.method == "HEAD":  # a typed HEAD answers a 404 as False rather than raising it
+            if not resp:
+                raise EngineError(f"{call.path} not found", status=resp.meta.status)
+            return {}
+        return resp.body
 
     def _send(
         self,
@@ -450,6 +539,25 @@ class ElasticsearchEngine(Engine):
 class OpenSearchEngine(Engine):
     flavor: Flavor = "opensearch"
 
+    def _timeout(self) -> float:
+        # The client's own timeout, always passed: opensearch-py would otherwise take a
+        # ``timeout`` URL parameter (cluster health's, a search's) for its socket timeout.
+        return float(getattr(self.raw, "_hybrid_es_kwargs", {}).get("timeout", 30))
+
+    def _typed(self, call: ApiCall, opaque_id: str | None) -> Any:
+        params: dict[str, Any] = {**_query(call.params), "request_timeout": self._timeout()}
+        headers = {"x-opaque-id": opaque_id} if opaque_id else {}
+        kwargs: dict[str, Any] = dict(call.parts)
+        body = call.typed_body()
+        if body is not None:
+            kwargs["body"] = body
+        resp = _method(self.raw, call.api)(params=params, headers=headers, **kwargs)
+        if call.method == "HEAD":  # opensearch-py answers a HEAD with True or False
+            if not resp:
+                raise EngineError(f"{call.path} not found", status=404)
+            return {}
+        return resp
+
     def _send(
         self,
         method: str,
@@ -458,9 +566,7 @@ class OpenSearchEngine(Engine):
         body: Any,
         opaque_id: str | None = None,
     ) -> Any:
-        # The client's own timeout, always passed: opensearch-py would otherwise take a
-        # ``timeout`` URL parameter (cluster health's, a search's) for its socket timeout.
-        timeout = getattr(self.raw, "_hybrid_es_kwargs", {}).get("timeout", 30)
+        timeout = self._timeout()
         if method == "HEAD":
             ok = self.raw.transport.perform_request(method, path, params=params, timeout=timeout)
             if not ok:
@@ -488,6 +594,14 @@ class OpenSearchEngine(Engine):
         from opensearchpy import helpers
 
         return helpers
+
+
+def _method(client: Any, api: str) -> Any:
+    """The client's typed method ``api`` (``search``, ``indices.refresh``)."""
+    target = client
+    for name in api.split("."):
+        target = getattr(target, name)
+    return target
 
 
 def _p(part: str) -> str:

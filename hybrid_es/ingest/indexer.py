@@ -42,6 +42,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from hybrid_es import telemetry
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.retries import while_shards_start
@@ -396,6 +397,23 @@ class Ingestor:
         progress: Callable[[int], None] | None,
         run: _Run,
     ) -> None:
+        """Write one batch (:meth:`_write_batch`) inside the span ``hybrid_es.ingest.batch``:
+        its documents, the chunks written, embedded, skipped, superseded and removed, the failed
+        items and documents, and the milliseconds of each step; never a document's text."""
+        before = _counts(report)
+        laps = _Laps()
+        with telemetry.span("hybrid_es.ingest.batch", documents=len(batch)) as sp:
+            try:
+                self._write_batch(batch, now, report, run, laps)
+            finally:
+                after = _counts(report)
+                sp.set(**{k: after[k] - before[k] for k in after}, **laps.ms)
+        if progress:
+            progress(len(batch))
+
+    def _write_batch(
+        self, batch: list[Document], now: datetime, report: IngestReport, run: _Run, laps: _Laps
+    ) -> None:
         """Plan every document of the batch, embed what is new or changed, write it all in one
         bulk request, and note the run's change when anything was written."""
         tenant, index = batch[0].tenant, run.index
@@ -403,12 +421,15 @@ class Ingestor:
             existing = self._existing(index, tenant, list(dict.fromkeys(d.id for d in batch)))
         except Exception as exc:
             raise translate_es_error(exc, what="reading existing chunks") from exc
+        laps.lap("read")
         work = _BatchWork()
         for doc in batch:
             self._plan_one(
                 doc, existing.get(doc.id, []), now, report, work, self._filterable.get(index, ())
             )
+        laps.lap("plan")
         actions = self._embedded(work.records, index, tenant, report)
+        laps.lap("embed")
         later: list[dict[str, Any]] = [
             *(
                 {"_op_type": "update", "_index": index, "_id": chunk_key(tenant, cid), "doc": upd}
@@ -421,12 +442,11 @@ class Ingestor:
         ]
         failed_before = len(report.failed)
         self._bulk(actions + later, report)
+        laps.lap("bulk")
         if work.changes and len(report.failed) - failed_before < len(actions) + len(later):
             run.change = work.changes[-1]  # something was written: the watermark must move
         if work.changes:
             self.corpus_state.renew(tenant, run.run_id)
-        if progress:
-            progress(len(batch))
 
     def _plan_one(
         self,
@@ -601,6 +621,32 @@ class Ingestor:
         if report.failed:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
         return len(keys)
+
+
+def _counts(report: IngestReport) -> dict[str, int]:
+    """The report's running counts that a batch's span carries (as the batch's differences)."""
+    return {
+        "chunks": report.chunks,
+        "embedded": report.embedded,
+        "skipped_unchanged": report.skipped_unchanged,
+        "superseded": report.superseded,
+        "removed_chunks": report.removed_chunks,
+        "failed": len(report.failed),
+        "failed_documents": len(report.failed_documents),
+    }
+
+
+class _Laps:
+    """Milliseconds per step of a batch (``read_ms``, ``plan_ms``, ...), for its span."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.ms[f"{step}_ms"] = round((now - self._t) * 1000.0, 3)
+        self._t = now
 
 
 @dataclass

@@ -92,20 +92,25 @@ def attach_traces(
     if tracer is None:
         writer = trace_writer(searcher.client, settings, **writer_options)
         tracer = search_tracer(writer, settings, key=searcher.hash_key)
-        searcher.add_closer("traces", lambda: _close_writer(writer))
+        searcher.add_closer("traces", lambda: close_writer(writer))
     on_response, on_error = searcher.on_response, searcher.on_error
     searcher.on_response = tracer if on_response is None else _Both(on_response, tracer)
     searcher.on_error = tracer.on_error if on_error is None else _Both(on_error, tracer.on_error)
     return tracer
 
 
-def _close_writer(writer: TraceWriter) -> TraceWriterStats:
-    stats = writer.close()
+def close_writer(writer: TraceWriter, timeout: float = 10.0) -> TraceWriterStats:
+    """Close ``writer`` (flushing what is queued, for up to ``timeout`` seconds) and return its
+    final counters; when it dropped any trace or failed, one WARNING says how many, why (by
+    reason) and where: how a closed searcher, and the CLI at exit, report drops."""
+    stats = writer.close(timeout)
     if stats.dropped or stats.errors:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(stats.dropped_by.items()))
         log.warning(
-            "traces: %d written, %d dropped, %d error(s) writing to %s (last: %s)",
+            "traces: %d written, %d dropped%s, %d error(s) writing to %s (last: %s)",
             stats.written,
             stats.dropped,
+            f" ({why})" if why else "",
             stats.errors,
             writer.index,
             stats.last_error,

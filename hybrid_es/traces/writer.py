@@ -4,6 +4,10 @@
 batches with the bulk helper. A full queue, a refused item or an unreachable cluster is counted
 as a drop, never raised. A refused *request* (see ``documents.REFUSED``) is counted by kind and
 never written.
+
+Every drop is counted by its reason (:data:`DROP_REASONS`) in :class:`TraceWriterStats` and, with
+OpenTelemetry, in the counter ``hybrid_es.traces.dropped`` (``telemetry.record_trace_drops``); the
+CLI reports them when it exits (``traces.wiring.close_writer``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from hybrid_es import telemetry
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.traces.documents import MAX_ERROR_CHARS, clip, error_text, scrub
 from hybrid_es.traces.storage import TraceStorage
 
 log = logging.getLogger(__name__)
+
+DROP_REASONS = telemetry.TRACE_DROP_REASONS
+"""Why a trace was lost: ``queue_full`` (the writer fell behind), ``closed`` (submitted after
+close, or still queued when close gave up), ``unbuildable`` (the trace could not be built),
+``refused`` (the cluster refused the document), ``request_failed`` (the bulk request failed:
+unreachable, timed out, bad credentials)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class TraceWriterStats:
     last_error: str | None = None
     refused: dict[str, int] = field(default_factory=dict)
     """Refused requests by error type: counted here instead of traced."""
+    dropped_by: dict[str, int] = field(default_factory=dict)
+    """``dropped`` by reason (:data:`DROP_REASONS`)."""
 
 
 @dataclass
@@ -89,6 +102,7 @@ class TraceWriter:
         self._lock = threading.Lock()
         self._written = self._dropped = self._errors = 0
         self._refused: dict[str, int] = {}
+        self._dropped_by: dict[str, int] = {}
         self._last_error: str | None = None
         self._last_log = -math.inf
         self._closed = False
@@ -99,15 +113,16 @@ class TraceWriter:
 
     def submit(self, doc: dict[str, Any]) -> bool:
         """Queue ``doc`` for writing; False (and counted as dropped) when full or closed."""
+        reason = "closed"
         try:
             if not self._closed:
                 self._queue.put_nowait(doc)
                 return True
         except queue.Full:
-            pass
+            reason = "queue_full"
         except Exception:  # never let tracing fail the caller
-            pass
-        self._count(dropped=1)
+            reason = "queue_full"
+        self._count(dropped=1, reason=reason)
         return False
 
     def count_refused(self, kind: str) -> None:
@@ -117,7 +132,7 @@ class TraceWriter:
 
     def record_error(self, error: BaseException | str) -> None:
         """Count a trace that could not be built (the hook calls this instead of raising)."""
-        self._count(errors=1, dropped=1, last=error_text(error)[0])
+        self._count(errors=1, dropped=1, last=error_text(error)[0], reason="unbuildable")
 
     def stats(self) -> TraceWriterStats:
         with self._lock:
@@ -128,6 +143,7 @@ class TraceWriter:
                 queued=self._queue.qsize(),
                 last_error=self._last_error,
                 refused=dict(self._refused),
+                dropped_by=dict(self._dropped_by),
             )
 
     def flush(self, timeout: float = 10.0) -> bool:
@@ -148,7 +164,7 @@ class TraceWriter:
                         left += not isinstance(self._queue.get_nowait(), _Control)
                     except queue.Empty:
                         break
-                self._count(dropped=left)
+                self._count(dropped=left, reason="closed")
         return self.stats()
 
     def __enter__(self) -> TraceWriter:
@@ -168,7 +184,13 @@ class TraceWriter:
         return ctrl.done.wait(timeout)
 
     def _count(
-        self, *, written: int = 0, dropped: int = 0, errors: int = 0, last: str | None = None
+        self,
+        *,
+        written: int = 0,
+        dropped: int = 0,
+        errors: int = 0,
+        last: str | None = None,
+        reason: str = "request_failed",
     ) -> None:
         with self._lock:
             self._written += written
@@ -176,6 +198,10 @@ class TraceWriter:
             self._errors += errors
             if last is not None:
                 self._last_error = last
+            if dropped:
+                self._dropped_by[reason] = self._dropped_by.get(reason, 0) + dropped
+        if dropped:
+            telemetry.record_trace_drops(dropped, reason)
 
     # -- the background thread -------------------------------------------------------------
 
@@ -231,16 +257,16 @@ class TraceWriter:
                 raise_on_exception=False,
             )
         except Exception as exc:  # unreachable cluster, bad credentials, serialization
-            self._failed(len(docs), f"{type(exc).__name__}: {exc}")
+            self._failed(len(docs), f"{type(exc).__name__}: {exc}", "request_failed")
             return
         refused = len(failed) if isinstance(failed, list) else int(failed)
         self._count(written=int(ok))
         if refused:
-            self._failed(refused, _item_reason(failed))
+            self._failed(refused, _item_reason(failed), "refused")
 
-    def _failed(self, n: int, reason: str) -> None:
+    def _failed(self, n: int, reason: str, kind: str) -> None:
         reason = clip(scrub(reason), MAX_ERROR_CHARS)
-        self._count(dropped=n, errors=1, last=reason)
+        self._count(dropped=n, errors=1, last=reason, reason=kind)
         now = time.monotonic()
         if now - self._last_log >= 60.0:  # one line a minute, whatever the failure rate
             self._last_log = now

@@ -1,20 +1,25 @@
 """OpenTelemetry on a real search (issue 25), with the SDK's in-memory exporters: a span per stage
 with the fusion path, counts and outcome, the error class on a failing search, the stage latency
-histograms and the counters; and the query text nowhere in what is exported."""
+histograms and the counters; the client's own spans named by endpoint (elasticsearch-py); a span
+per ingest batch with its counts and timings; and the query or record text nowhere in what is
+exported."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from hybrid_es import telemetry
+from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import BadQueryError, UnknownTenantError
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
 from hybrid_es.traces.wiring import traced_searcher
-from tests.conftest import HashEmbedder
+from tests.conftest import HashEmbedder, owner, travel_documents
 from tests.integration.test_traces_by_default import (  # the module's indices and settings
     AGENT,
     NOW,
@@ -122,3 +127,77 @@ def test_a_failing_search_records_its_error_class(es, deployment, otel):  # noqa
     refusals = dict((a["reason"], v) for a, v in _metrics(reader)["hybrid_es.search.refusals"])
     assert refusals == {"UnknownTenantError": 1, "BadQueryError": 1}
     assert "no-such-tenant" not in json.dumps([dict(sp.attributes) for sp in roots])
+
+
+def test_the_clients_spans_are_named_by_endpoint(es, deployment, settings, otel, monkeypatch):  # noqa: F811
+    """elasticsearch-py names its span after the endpoint (``msearch``, ``search``) only for a
+    typed API call; a bare ``perform_request`` is a span named ``POST``. opensearch-py makes no
+    spans at all, so there is nothing of the client's to name on OpenSearch."""
+    if es.flavor != "elasticsearch":
+        pytest.skip("opensearch-py makes no OpenTelemetry spans of its own")
+    import elasticsearch._otel
+
+    from hybrid_es.cluster.engine import connect
+
+    spans, _ = otel
+    tracer = telemetry._tracer()  # the in-memory provider's, for the client too
+    # Every elasticsearch-py client made from now on (and each ``.options()`` copy) traces here.
+    monkeypatch.setattr(elasticsearch._otel, "_tracer", tracer)
+    engine = connect(settings)
+    spans.clear()  # connecting probes the flavour with a bare GET /, before any API applies
+    engine.refresh(deployment.chunks_index)
+    with traced_searcher(deployment, embedder=HashEmbedder(), client=engine, traces=False) as s:
+        resp = s.search(QUERY, AGENT, STAY, now=NOW)
+    assert resp.hits
+    finished = spans.get_finished_spans()
+    # elasticsearch-py 9 follows the newer semantic conventions (``db.system.name``,
+    # ``db.operation.name``), 8 the older ones (``db.system``, ``db.operation``).
+    client = [
+        sp
+        for sp in finished
+        if "elasticsearch" in (sp.attributes.get("db.system.name"), sp.attributes.get("db.system"))
+    ]
+    names = {sp.name for sp in client}
+    assert "msearch" in names  # the legs
+    assert "indices.refresh" in names
+    assert not names & {"GET", "POST", "PUT", "HEAD", "DELETE"}, names
+    by_id = {sp.context.span_id: sp for sp in finished}
+    legs = next(sp for sp in client if sp.name == "msearch")
+    assert by_id[legs.parent.span_id].name == "hybrid_es.legs"  # under the stage that sent it
+    operation = legs.attributes.get("db.operation.name", legs.attributes.get("db.operation"))
+    assert operation == "msearch"
+    exported = json.dumps([dict(sp.attributes or {}) for sp in client], default=str)
+    for word in ("KYO-H12", "roll-in", "shower", "kyo-h12"):
+        assert word not in exported  # the client leaves bodies out by default
+
+
+def test_each_ingest_batch_is_a_span_with_its_counts_and_timings(es, bootstrapped, otel):
+    tag = uuid.uuid4().hex[:10]
+    chunks, state = f"hybrid-es-chunks-test-otel-{tag}", f"hybrid-es-corpus-state-test-otel-{tag}"
+    docs = [d for d in travel_documents() if d.tenant == "demo-A"][:3]
+    assert len(docs) == 3
+    spans, _ = otel
+    try:
+        ing = Ingestor(
+            es, HashEmbedder(), index=chunks, corpus_state=CorpusState(es, state), batch_size=2
+        )
+        first = ing.ingest(docs, owner("demo-A"), now=NOW)
+        again = ing.ingest(docs, owner("demo-A"), now=NOW)  # unchanged: every document skipped
+    finally:
+        es.delete_index(f"{chunks},{state}")
+    batches = [sp for sp in spans.get_finished_spans() if sp.name == "hybrid_es.ingest.batch"]
+    assert len(batches) == 4  # 2 + 1 documents, twice
+    attrs = [dict(sp.attributes) for sp in batches]
+    assert [a["hybrid_es.documents"] for a in attrs] == [2, 1, 2, 1]
+    assert sum(a["hybrid_es.chunks"] for a in attrs[:2]) == first.chunks > 0
+    assert sum(a["hybrid_es.embedded"] for a in attrs[:2]) == first.embedded
+    assert [a["hybrid_es.skipped_unchanged"] for a in attrs[2:]] == [2, 1]
+    assert again.chunks == 0 and all(a["hybrid_es.chunks"] == 0 for a in attrs[2:])
+    assert all(a["hybrid_es.failed"] == 0 == a["hybrid_es.failed_documents"] for a in attrs)
+    for a in attrs:
+        assert {"hybrid_es.read_ms", "hybrid_es.plan_ms", "hybrid_es.embed_ms"} <= set(a)
+        assert a["hybrid_es.bulk_ms"] >= 0
+    exported = json.dumps(attrs, default=str)
+    for d in docs:  # no record text, no title
+        assert d.body[:40] not in exported
+        assert not d.title or d.title not in exported

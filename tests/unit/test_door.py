@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hybrid_es.cluster import guard
-from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.engine import ElasticsearchEngine, Engine, OpenSearchEngine
 from hybrid_es.errors import EngineError, PolicyViolationError
 from hybrid_es.retrieval.door import ChunksDoor, control_reads, tenant_body, tenant_policy
 
@@ -98,6 +98,63 @@ ALLOWED = [
 def test_other_indices_and_reads_by_id_are_not_the_doors(engine, call):
     with pytest.raises(EngineError, match=SENT):
         call(engine)
+
+
+class TypedClient:
+    """A client of either flavour that reaches no cluster: every typed method (``search``,
+    ``indices.refresh``) raises Sent with its name, so a call that got past the guard shows
+    which method it took."""
+
+    def __init__(self, api: str = "") -> None:
+        self.api = api
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return TypedClient(f"{self.api}.{name}".lstrip("."))
+
+    def options(self, **kwargs: Any) -> TypedClient:
+        return self
+
+    def __call__(self, **kwargs: Any) -> Any:
+        raise Sent(self.api)
+
+
+FLAVOURS = [ElasticsearchEngine, OpenSearchEngine]
+
+
+@pytest.fixture(params=FLAVOURS, ids=["elasticsearch", "opensearch"])
+def typed(request: Any) -> Engine:
+    e: Engine = request.param(raw=TypedClient())
+    e.guard(BASE)
+    return e
+
+
+@pytest.mark.parametrize("call", AROUND[:5], ids=[str(i) for i in range(5)])
+def test_the_typed_calls_of_both_flavours_pass_the_same_guard(typed, call):
+    with pytest.raises(PolicyViolationError, match="did not come through the policy door"):
+        call(typed)
+
+
+TYPED = [
+    ("search", lambda e: e.search("hybrid-es-traces-2026.12", {"query": {"match_all": {}}})),
+    ("msearch", lambda e: e.msearch([{"index": "hybrid-es-packets"}, {"size": 0}])),
+    ("count", lambda e: e.count("hybrid-es-packets")),
+    ("get", lambda e: e.get(INDEX, "k")),  # by id: no body, re-checked by its reader
+    ("mget", lambda e: e.mget(INDEX, ["k"])),
+    ("index", lambda e: e.index("hybrid-es-packets", {"a": 1}, id="k")),
+    ("indices.refresh", lambda e: e.refresh(INDEX)),
+    ("cluster.health", lambda e: e.health()),
+    ("search", lambda e: ChunksDoor(e).search(INDEX, tenant_body("acme"), POLICY)),
+    ("msearch", lambda e: ChunksDoor(e).msearch([(INDEX, tenant_body("acme"))], POLICY)),
+    ("count", lambda e: ChunksDoor(e).count(INDEX, tenant_body("acme")["query"], POLICY)),
+]
+
+
+@pytest.mark.parametrize("api, call", TYPED, ids=[f"{i}-{a}" for i, (a, _) in enumerate(TYPED)])
+def test_what_the_guard_lets_through_goes_out_by_the_clients_typed_method(typed, api, call):
+    with pytest.raises(EngineError, match=f"{SENT}{api}$"):
+        call(typed)
 
 
 def test_an_unguarded_engine_refuses_nothing():
