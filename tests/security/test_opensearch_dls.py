@@ -189,14 +189,15 @@ def test_the_workaround_is_used_exactly_when_the_engine_needs_it(dls, es):
 def test_a_query_without_the_policy_filter_sees_only_the_callers_tenant(dls, body):
     if "knn" in body["query"]:
         body = {"query": {"knn": {"embedding": {"vector": _vector(), "k": 100}}}, "size": 100}
-    resp = dls.reader_b.search(dls.index, {**body, "_source": ["tenant"]})
+    # The attack's own raw body (no policy): sent around the library's door on purpose.
+    resp = unguarded(dls.reader_b).search(dls.index, {**body, "_source": ["tenant"]})
     hits = resp["hits"]["hits"]
     assert hits and {h["_source"]["tenant"] for h in hits} == {TENANT_B}
     assert not {h["_id"] for h in hits} & set(dls.a_keys)
 
 
 def test_get_mget_count_and_aggregations_are_bound_by_dls(dls):
-    reader = dls.reader_b
+    reader = unguarded(dls.reader_b)  # raw reads with no policy: DLS alone must hold
     assert reader.get(dls.index, dls.a_keys[0]) is None
     docs = reader.mget(dls.index, dls.a_keys[:5])
     assert not any(d.get("found") for d in docs)
