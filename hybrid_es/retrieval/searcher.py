@@ -31,29 +31,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import numpy as np
-
 from hybrid_es import telemetry
 from hybrid_es.cluster.capabilities import fuses_per_shard, native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import (
-    AuthenticationError,
     BadQueryError,
     CapabilityMissingError,
-    ConfigurationError,
-    EngineError,
     HybridEsError,
-    ModelError,
     SearchTimeoutError,
     UnknownTenantError,
     from_error_body,
 )
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
-from hybrid_es.identity import local_chunk_id
 from hybrid_es.metadata_fields import (
     FilterableField,
-    fields_from_mapping,
     parse_filterable_fields,
 )
 from hybrid_es.models import (
@@ -68,16 +60,18 @@ from hybrid_es.retrieval import effects
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
+from hybrid_es.retrieval.candidates import fuse_legs, local_id
 from hybrid_es.retrieval.dialects import (
     Dialect,
     dialect_for,
     dls_suggest,
     is_hybrid_dls_refusal,
 )
-from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
+from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
 from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded, needs_loading
-from hybrid_es.retrieval.filters import filter_summary, translate_filter
+from hybrid_es.retrieval.filters import translate_filter
+from hybrid_es.retrieval.index_checks import IndexChecks
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     SOURCE_EXCLUDES,
@@ -174,9 +168,8 @@ class HybridSearcher:
         self.query_batcher = QueryBatcher(
             lambda texts: self.embedder.embed_queries(texts), max_batch=embed_batch
         )
-        self._model_checked: set[str] = set()
-        self._mapped_filters: dict[str, list[tuple[str, Any]]] = {}
-        """Per index, the ``meta_filter`` mapping of each index behind it, where readable."""
+        self.checks = IndexChecks()
+        """What is checked of each chunks index once (its model, its filterable fields)."""
         self._known_tenants: set[str] = set()
         if not 0.0 <= alpha <= 1.0:
             raise BadQueryError(
@@ -272,67 +265,16 @@ class HybridSearcher:
         )
 
     def check_model(self, principal: Principal) -> None:
-        """Refuse to search an index whose vectors came from another model or dimension.
+        """Refuse to search an index whose vectors came from another model or dimension
+        (``retrieval.index_checks``): ModelError on a mismatch, AuthenticationError when the
+        cluster refuses both the mapping and a chunk."""
+        self.checks.check_model(
+            self.client, self.door, self.index_for(principal), principal, self.embedder
+        )
 
-        The model is read from the index mapping's ``_meta``; a caller whose credentials may not
-        read mappings (a document-level-security reader) is checked against the
-        ``embedding_model`` stored on a chunk it may read instead. A caller who may read no chunk
-        at all cannot be wrongly answered (every search is empty), and is checked again on the
-        next search. Raises ModelError on a mismatch, AuthenticationError when the cluster
-        refuses both reads.
-        """
-        index = self.index_for(principal)
-        if index in self._model_checked:
-            return
-        try:
-            mappings = self.client.get_mapping(index)
-        except EngineError as exc:
-            if exc.status == 403:
-                if self._check_model_on_a_chunk(index, principal):
-                    self._model_checked.add(index)
-                return
-            raise
-        self._mapped_filters[index] = _meta_filters(mappings)
-        for name, mapping in mappings.items():
-            meta = mapping.get("_meta", {})
-            model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
-            if dims is not None and int(dims) != self.embedder.dims:
-                raise ModelError(
-                    f"index {name} holds {dims}-dimensional vectors but the embedder "
-                    f"{self.embedder.model_id} makes {self.embedder.dims}",
-                    hint="use the embedder the index was built with, or re-ingest",
-                )
-            self._check_model_id(name, model)
-        self._model_checked.add(index)
-
-    def _check_model_id(self, index: str, model: Any) -> None:
-        if model is not None and model != self.embedder.model_id:
-            raise ModelError(
-                f"index {index} was built with {model} but the embedder is "
-                f"{self.embedder.model_id}",
-                hint="use the same embedder as the index, or re-ingest into a new index",
-            )
-
-    def _check_model_on_a_chunk(self, index: str, principal: Principal) -> bool:
-        """Check the model stored on one chunk the caller may read; False when there is none."""
-        try:
-            resp = self.door.search(
-                index,
-                tenant_body(principal.tenant, size=1, _source=["embedding_model"]),
-                tenant_policy(principal.tenant),
-                what="checking the model on a chunk",
-            )
-        except AuthenticationError as exc:
-            raise AuthenticationError(
-                f"cannot check which model built {index}: the credentials may read neither its "
-                "mapping nor its chunks",
-                hint="grant view_index_metadata or read on the chunks index",
-                status=exc.status,
-            ) from exc
-        hits = resp["hits"]["hits"]
-        for h in hits:
-            self._check_model_id(index, h.get("_source", {}).get("embedding_model"))
-        return bool(hits)
+    @property
+    def _model_checked(self) -> set[str]:
+        return self.checks.model_checked
 
     def warm_up(self, *, rerank: bool = True) -> dict[str, float]:
         """Load the models a search uses and run one tiny inference on each, so that the first
@@ -540,7 +482,9 @@ class HybridSearcher:
             self._known_tenants.add(principal.tenant)
         self.check_model(principal)
         if narrowing is not None:
-            self._check_filter_mapped(self.index_for(principal), filters)
+            self.checks.check_filter_mapped(
+                self.client, self.index_for(principal), filters, self.filterable_fields
+            )
         return SearchRequest(
             text=text,
             principal=principal,
@@ -610,7 +554,7 @@ class HybridSearcher:
             return None
         index = self.index_for(principal)
         if narrowing is not None:
-            self._check_filter_mapped(index, filters)
+            self.checks.check_filter_mapped(self.client, index, filters, self.filterable_fields)
         now = now or datetime.now(UTC)
         return index, policy_filter(principal, scope or RequestScope(), now, narrowed_by=narrowing)
 
@@ -621,44 +565,6 @@ class HybridSearcher:
             principal.tenant in self._known_tenants
             and self.index_for(principal) in self._model_checked
         )
-
-    def _check_filter_mapped(self, index: str, filters: Mapping[str, Any] | None) -> None:
-        """Refuse a filter on a declared field that the index does not map with the declared
-        type (declared after the last bootstrap, or mapped otherwise), where the caller may read
-        the mapping: the engine would match nothing (or, for ``$ne``, everything) in silence.
-        The mapping read by :meth:`check_model` is read again once before refusing (a bootstrap
-        since may have added the field). Raises ConfigurationError naming the field and index."""
-        used = sorted(
-            {e.split(":", 1)[0] for e in filter_summary(filters) if not e.startswith("$")}
-        )
-        problem = self._filter_mapping_problem(index, used)
-        if problem is not None:
-            try:
-                mappings = self.client.get_mapping(index)
-            except EngineError:
-                mappings = None
-            if mappings is not None:
-                self._mapped_filters[index] = _meta_filters(mappings)
-                problem = self._filter_mapping_problem(index, used)
-        if problem is not None:
-            raise ConfigurationError(
-                problem,
-                hint="run `hybrid-es bootstrap --force` with the same "
-                "HYBRID_ES_FILTERABLE_FIELDS (for a changed type, re-create the index first), "
-                "then re-ingest",
-            )
-
-    def _filter_mapping_problem(self, index: str, used: list[str]) -> str | None:
-        declared = {f.name: f.type for f in self.filterable_fields}
-        for name, meta_filter in self._mapped_filters.get(index, []):
-            mapped = {f.name: f.type for f in fields_from_mapping(meta_filter, index=name)}
-            for field in used:
-                if mapped.get(field) != declared[field]:
-                    have = mapped.get(field)
-                    return f"{field} is declared filterable as {declared[field]}, but index " + (
-                        f"{name} maps it as {have}" if have else f"{name} does not map it"
-                    )
-        return None
 
     def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
         """Both legs (and the native fusion where it runs) in one round trip, fused."""
@@ -741,7 +647,7 @@ class HybridSearcher:
                 log.debug("record %s left the caller's scope before it was read", c.key)
                 continue
             c.source = hit.get("_source", {})
-            c.chunk_id = _local(hit)
+            c.chunk_id = local_id(hit)
             kept.append(c)
         return kept
 
@@ -875,7 +781,7 @@ class HybridSearcher:
                     fused_resp = None
         hits = {n: r["hits"]["hits"] for n, r in zip(names, responses, strict=True)}
         sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
-        leg_ids = {n: tuple(_local(h) for h in hs) for n, hs in hits.items()}
+        leg_ids = {n: tuple(local_id(h) for h in hs) for n, hs in hits.items()}
 
         t = time.perf_counter()
         with telemetry.span("hybrid_es.fusion", fusion_path=path) as sp:
@@ -891,48 +797,15 @@ class HybridSearcher:
         dense_hits: list[dict[str, Any]],
         native: dict[str, Any] | None,
     ) -> list[Candidate]:
-        """The fused candidates: client-side RRF or linear fusion over the legs, or the cluster's
-        own fused order (``native``) with each candidate's per-leg ranks taken from the legs."""
-        w = self.params.window
-        by_id: dict[str, dict[str, Any]] = {}
-        for h in [*sparse_hits, *dense_hits, *((native or {}).get("hits", {}).get("hits", []))]:
-            by_id.setdefault(h["_id"], h)
-        sparse_scores = {h["_id"]: _lucene_score(h) for h in sparse_hits}
-        dense_scores = {h["_id"]: _lucene_score(h) for h in dense_hits}
-        if path in ("client-linear", "native-linear"):
-            fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, self.alpha)
-        else:
-            # One leg alone is its own ranking: RRF over a single list preserves its order.
-            fused = fusion_mod.rrf(
-                [[h["_id"] for h in sparse_hits], [h["_id"] for h in dense_hits]],
-                k=self.params.rank_constant,
-            )
-        if native is not None:
-            # The cluster's order and scores are authoritative; ties are ordered by id, as the
-            # client-side path orders them, so both paths give the same sequence. Each hit's
-            # per-leg ranks come from the legs themselves.
-            scored = sorted(
-                ((float(h["_score"]), h["_id"]) for h in native["hits"]["hits"]),
-                key=lambda x: (-x[0], x[1]),
-            )
-            ranks = {f.doc_id: f.ranks for f in fused}
-            pairs = [(doc, score, ranks.get(doc, (None, None))) for score, doc in scored]
-        else:
-            pairs = [(f.doc_id, f.score, f.ranks) for f in fused[:w]]
-        return [
-            Candidate(
-                key=doc,
-                chunk_id=_local(by_id[doc]),
-                index=by_id[doc]["_index"],
-                source=by_id[doc].get("_source", {}),
-                fused=score,
-                sparse_rank=r[0],
-                dense_rank=r[1],
-                sparse_score=sparse_scores.get(doc),
-                dense_score=dense_scores.get(doc),
-            )
-            for doc, score, r in pairs
-        ]
+        return fuse_legs(
+            path,
+            sparse_hits,
+            dense_hits,
+            native,
+            alpha=self.alpha,
+            rank_constant=self.params.rank_constant,
+            window=self.params.window,
+        )
 
     def _per_shard(self, path: FusionPath, reason: str, shards: int) -> tuple[FusionPath, str]:
         """OpenSearch 2.19 fuses within each shard (RRF ranks and each leg's top list are per
@@ -962,24 +835,6 @@ long question over several fields can pass ``MAX_QUERY_CHARS`` and still exceed 
 
 class _HybridUnderDls(Exception):
     """OpenSearch refused a hybrid query for a document-level-security user."""
-
-
-def _lucene_score(hit: dict[str, Any]) -> float:
-    """A hit's score as the engine computed it. Lucene scores are float32, and JSON carries the
-    shortest decimal that reads back as that float32; read as a double it is off by up to half a
-    float32 step, which min-max scaling over a narrow range (kNN scores 0.826..0.843) magnifies
-    past 1e-6. Rounding back to float32 recovers the engine's exact value."""
-    return float(np.float32(hit["_score"]))
-
-
-def _meta_filters(mappings: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Each index's ``meta_filter`` mapping (None where it has none), from ``get_mapping``."""
-    return [(name, m.get("properties", {}).get("meta_filter")) for name, m in mappings.items()]
-
-
-def _local(hit: dict[str, Any]) -> str:
-    """A returned chunk's tenant-local id (the stored ``chunk_id``, else from its key)."""
-    return str(hit.get("_source", {}).get("chunk_id") or local_chunk_id(hit["_id"]))
 
 
 def _fallback(path: str, reason: str) -> str | None:

@@ -1,0 +1,148 @@
+"""What the searcher checks of a chunks index once, before it trusts it: the embedding model and
+dimension its vectors came from, and the filterable fields its mapping holds.
+
+The model is read from the index mapping's ``_meta``; a caller whose credentials may not read
+mappings (a document-level-security reader) is checked against the ``embedding_model`` stored on
+a chunk it may read instead (through the chunks door, under the tenant). A caller who may read no
+chunk at all cannot be wrongly answered (every search is empty) and is checked again on the next
+search. A filter on a declared field the index does not map with the declared type is refused:
+the engine would match nothing (or, for ``$ne``, everything) in silence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.errors import AuthenticationError, ConfigurationError, EngineError, ModelError
+from hybrid_es.metadata_fields import FilterableField, fields_from_mapping
+from hybrid_es.models import Principal
+from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
+from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.filters import filter_summary
+
+
+class IndexChecks:
+    """The checks done once per chunks index (model) and per field set (filters)."""
+
+    def __init__(self) -> None:
+        self.model_checked: set[str] = set()
+        self.mapped_filters: dict[str, list[tuple[str, Any]]] = {}
+        """Per index, the ``meta_filter`` mapping of each index behind it, where readable."""
+
+    def check_model(
+        self,
+        client: Engine,
+        door: ChunksDoor,
+        index: str,
+        principal: Principal,
+        embedder: Embedder,
+    ) -> None:
+        """Refuse (ModelError) an index whose vectors came from another model or dimension;
+        AuthenticationError when the cluster refuses both the mapping and a chunk."""
+        if index in self.model_checked:
+            return
+        try:
+            mappings = client.get_mapping(index)
+        except EngineError as exc:
+            if exc.status == 403:
+                if self._check_model_on_a_chunk(door, index, principal, embedder):
+                    self.model_checked.add(index)
+                return
+            raise
+        self.mapped_filters[index] = meta_filters(mappings)
+        for name, mapping in mappings.items():
+            meta = mapping.get("_meta", {})
+            model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
+            if dims is not None and int(dims) != embedder.dims:
+                raise ModelError(
+                    f"index {name} holds {dims}-dimensional vectors but the embedder "
+                    f"{embedder.model_id} makes {embedder.dims}",
+                    hint="use the embedder the index was built with, or re-ingest",
+                )
+            check_model_id(name, model, embedder)
+        self.model_checked.add(index)
+
+    def _check_model_on_a_chunk(
+        self, door: ChunksDoor, index: str, principal: Principal, embedder: Embedder
+    ) -> bool:
+        """Check the model stored on one chunk the caller may read; False when there is none."""
+        try:
+            resp = door.search(
+                index,
+                tenant_body(principal.tenant, size=1, _source=["embedding_model"]),
+                tenant_policy(principal.tenant),
+                what="checking the model on a chunk",
+            )
+        except AuthenticationError as exc:
+            raise AuthenticationError(
+                f"cannot check which model built {index}: the credentials may read neither its "
+                "mapping nor its chunks",
+                hint="grant view_index_metadata or read on the chunks index",
+                status=exc.status,
+            ) from exc
+        hits = resp["hits"]["hits"]
+        for h in hits:
+            check_model_id(index, h.get("_source", {}).get("embedding_model"), embedder)
+        return bool(hits)
+
+    def check_filter_mapped(
+        self,
+        client: Engine,
+        index: str,
+        filters: Mapping[str, Any] | None,
+        declared: Sequence[FilterableField],
+    ) -> None:
+        """Refuse a filter on a declared field that the index does not map with the declared
+        type (declared after the last bootstrap, or mapped otherwise), where the caller may read
+        the mapping. The mapping read by :meth:`check_model` is read again once before refusing
+        (a bootstrap since may have added the field). Raises ConfigurationError naming the field
+        and index."""
+        used = sorted(
+            {e.split(":", 1)[0] for e in filter_summary(filters) if not e.startswith("$")}
+        )
+        problem = self._filter_mapping_problem(index, used, declared)
+        if problem is not None:
+            try:
+                mappings = client.get_mapping(index)
+            except EngineError:
+                mappings = None
+            if mappings is not None:
+                self.mapped_filters[index] = meta_filters(mappings)
+                problem = self._filter_mapping_problem(index, used, declared)
+        if problem is not None:
+            raise ConfigurationError(
+                problem,
+                hint="run `hybrid-es bootstrap --force` with the same "
+                "HYBRID_ES_FILTERABLE_FIELDS (for a changed type, re-create the index first), "
+                "then re-ingest",
+            )
+
+    def _filter_mapping_problem(
+        self, index: str, used: list[str], declared: Sequence[FilterableField]
+    ) -> str | None:
+        types = {f.name: f.type for f in declared}
+        for name, meta_filter in self.mapped_filters.get(index, []):
+            mapped = {f.name: f.type for f in fields_from_mapping(meta_filter, index=name)}
+            for field in used:
+                if mapped.get(field) != types[field]:
+                    have = mapped.get(field)
+                    return f"{field} is declared filterable as {types[field]}, but index " + (
+                        f"{name} maps it as {have}" if have else f"{name} does not map it"
+                    )
+        return None
+
+
+def check_model_id(index: str, model: Any, embedder: Embedder) -> None:
+    """Refuse (ModelError) an index recorded as built by another model than ``embedder``'s."""
+    if model is not None and model != embedder.model_id:
+        raise ModelError(
+            f"index {index} was built with {model} but the embedder is {embedder.model_id}",
+            hint="use the same embedder as the index, or re-ingest into a new index",
+        )
+
+
+def meta_filters(mappings: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Each index's ``meta_filter`` mapping (None where it has none), from ``get_mapping``."""
+    return [(name, m.get("properties", {}).get("meta_filter")) for name, m in mappings.items()]
