@@ -19,7 +19,9 @@ hybrid query refused for a DLS user) as it would around a plain call.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable, Generator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -65,9 +67,15 @@ def run(steps: Steps[T], msearch: Callable[[Msearch], Any]) -> T:
             error = exc
 
 
-async def arun(steps: Steps[T], msearch: Callable[[Msearch], Awaitable[Any]]) -> T:
+async def arun(
+    steps: Steps[T],
+    msearch: Callable[[Msearch], Awaitable[Any]],
+    executor: Executor | None = None,
+) -> T:
     """Carry out ``steps`` on the event loop: ``_msearch`` awaited, computations in a worker
-    thread (``asyncio.to_thread``); the generator's return value."""
+    thread of ``executor`` (default: the loop's own pool), in a copy of the caller's context;
+    the generator's return value."""
+    loop = asyncio.get_running_loop()
     result: Any = None
     error: BaseException | None = None
     while True:
@@ -80,6 +88,7 @@ async def arun(steps: Steps[T], msearch: Callable[[Msearch], Awaitable[Any]]) ->
             if isinstance(effect, Msearch):
                 result = await msearch(effect)
             else:
-                result = await asyncio.to_thread(effect.fn)
+                context = contextvars.copy_context()
+                result = await loop.run_in_executor(executor, context.run, effect.fn)
         except BaseException as exc:
             error = exc
