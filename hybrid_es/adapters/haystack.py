@@ -160,17 +160,27 @@ class HybridEsRetriever:
         policy); returns ``{"documents": [...]}`` in rank order. Raises PolicyViolationError
         without a principal, HaystackFilterError for a bad filter (before any request)."""
         provenance.require_principal(principal, WHERE)
-        caller, response = provenance.search(
-            self.searcher,
-            query,
-            principal,
-            scope or self.scope,
-            top_k=self.top_k if top_k is None else top_k,
-            rerank=self.rerank,
-            where=WHERE,
-            filters=self._neutral(filters),
-        )
-        return {"documents": _documents(caller, response)}
+        ask = self._ask(query, principal, filters, scope, top_k)
+        return {"documents": _documents(*provenance.search(self.searcher, **ask))}
+
+    def _ask(
+        self,
+        query: str,
+        principal: Principal,
+        filters: dict[str, Any] | None,
+        scope: RequestScope | None,
+        top_k: int | None,
+    ) -> dict[str, Any]:
+        """One run's search, the component's defaults and filter policy applied."""
+        return {
+            "query": query,
+            "principal": principal,
+            "scope": scope or self.scope,
+            "top_k": self.top_k if top_k is None else top_k,
+            "rerank": self.rerank,
+            "where": WHERE,
+            "filters": self._neutral(filters),
+        }
 
     def _neutral(self, filters: dict[str, Any] | None) -> dict[str, Any] | None:
         """The init and run filters merged by the policy, in the neutral grammar (checked)."""
@@ -191,17 +201,8 @@ class HybridEsRetriever:
         if self.async_searcher is None:
             return await asyncio.to_thread(self.run, query, principal, filters, scope, top_k)
         provenance.require_principal(principal, WHERE)
-        caller, response = await provenance.asearch(
-            self.async_searcher,
-            query,
-            principal,
-            scope or self.scope,
-            top_k=self.top_k if top_k is None else top_k,
-            rerank=self.rerank,
-            where=WHERE,
-            filters=self._neutral(filters),
-        )
-        return {"documents": _documents(caller, response)}
+        ask = self._ask(query, principal, filters, scope, top_k)
+        return {"documents": _documents(*await provenance.asearch(self.async_searcher, **ask))}
 
     def to_dict(self) -> dict[str, Any]:
         """Haystack serialisation: how to build the searcher (the store, or the settings and

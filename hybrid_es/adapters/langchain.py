@@ -96,17 +96,27 @@ class HybridEsRetriever(BaseRetriever):
         top_k: int | None = None,
         filter: Mapping[str, Any] | None = None,  # LangChain's own keyword
     ) -> list[Document]:
-        caller, response = provenance.search(
-            self.searcher,
-            query,
-            principal,
-            scope or self.scope,
-            top_k=self.top_k if top_k is None else top_k,
-            rerank=self.rerank,
-            where=WHERE,
-            filters=self.filter if filter is None else filter,
-        )
-        return _documents(caller, response)
+        ask = self._ask(query, principal, scope, top_k, filter)
+        return _documents(*provenance.search(self.searcher, **ask))
+
+    def _ask(
+        self,
+        query: str,
+        principal: Principal | None,
+        scope: RequestScope | None,
+        top_k: int | None,
+        filter: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """One call's search, the retriever's defaults filled in (``provenance.search``)."""
+        return {
+            "query": query,
+            "principal": principal,
+            "scope": scope or self.scope,
+            "top_k": self.top_k if top_k is None else top_k,
+            "rerank": self.rerank,
+            "where": WHERE,
+            "filters": self.filter if filter is None else filter,
+        }
 
     async def _aget_relevant_documents(
         self,
@@ -120,17 +130,8 @@ class HybridEsRetriever(BaseRetriever):
     ) -> list[Document]:
         # LangChain's default would drop the principal (it passes no keywords on).
         if self.async_searcher is not None:
-            caller, response = await provenance.asearch(
-                self.async_searcher,
-                query,
-                principal,
-                scope or self.scope,
-                top_k=self.top_k if top_k is None else top_k,
-                rerank=self.rerank,
-                where=WHERE,
-                filters=self.filter if filter is None else filter,
-            )
-            return _documents(caller, response)
+            ask = self._ask(query, principal, scope, top_k, filter)
+            return _documents(*await provenance.asearch(self.async_searcher, **ask))
         # Without one, the blocking search runs in a thread rather than block the event loop.
         return await asyncio.to_thread(
             self._get_relevant_documents,

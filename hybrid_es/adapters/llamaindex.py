@@ -155,32 +155,24 @@ class HybridEsRetriever(BaseRetriever):
         return self.for_principal(principal, scope, filters=filters).retrieve(query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        caller, response = provenance.search(
-            self.searcher,
-            query_bundle.query_str,
-            self.principal,
-            self.scope,
-            top_k=self.top_k,
-            rerank=self.rerank,
-            where=WHERE,
-            filters=self._neutral,
-        )
-        return _nodes(caller, response)
+        return _nodes(*provenance.search(self.searcher, **self._ask(query_bundle)))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if self.async_searcher is None:  # the blocking search, in a thread off the event loop
             return await asyncio.to_thread(self._retrieve, query_bundle)
-        caller, response = await provenance.asearch(
-            self.async_searcher,
-            query_bundle.query_str,
-            self.principal,
-            self.scope,
-            top_k=self.top_k,
-            rerank=self.rerank,
-            where=WHERE,
-            filters=self._neutral,
-        )
-        return _nodes(caller, response)
+        return _nodes(*await provenance.asearch(self.async_searcher, **self._ask(query_bundle)))
+
+    def _ask(self, query_bundle: QueryBundle) -> dict[str, Any]:
+        """The search of one retrieve, as this retriever's principal, scope and filters."""
+        return {
+            "query": query_bundle.query_str,
+            "principal": self.principal,
+            "scope": self.scope,
+            "top_k": self.top_k,
+            "rerank": self.rerank,
+            "where": WHERE,
+            "filters": self._neutral,
+        }
 
 
 def _nodes(caller: Principal, response: SearchResponse) -> list[NodeWithScore]:
