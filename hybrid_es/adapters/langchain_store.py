@@ -28,11 +28,10 @@ standard tests compare). The title and ACL are no metadata: ``titles=``, ``acl_u
 ``acl_groups=`` on ``add_documents``/``add_texts``, or the store's ``acl_users``/``acl_groups``;
 a document with neither gets the Ingestor's ``default_acl`` (nobody, unless configured).
 
-**Failures are raised, never dropped.** A document that cannot be a hybrid-es document (empty
-text, a bad id, metadata that cannot be stored) refuses the whole call before anything is written
-(IngestError, naming each). A document the ingest refuses (a filterable field of the wrong type)
-or a chunk write that fails raises BulkIndexError after the rest was written, listing each with
-its reason (``.failed``).
+**Failures are raised, never dropped.** A document that cannot be written (empty text, a bad
+id, metadata that cannot be stored, a filterable field of the wrong type) or a chunk write that
+fails raises BulkIndexError after the rest was written, listing each with its reason
+(``.failed``).
 
 **Search** is the hybrid search (BM25 + kNN, fused, reranked where the searcher has a reranker),
 ``filter=`` in LangChain's filter language, which is hybrid-es's neutral grammar
@@ -163,24 +162,25 @@ class HybridEsVectorStore(VectorStore):
 
         Keywords: ``ids`` (else each ``Document.id``, else :func:`stable_id`), ``titles`` (one
         per document), ``acl_users`` and ``acl_groups`` (for every document of the call; else the
-        store's). Raises IngestError before any write for a document that cannot be written,
-        BulkIndexError after the rest was written for documents or chunks the ingest refused,
-        TypeError for any other keyword."""
+        store's). Raises BulkIndexError after the rest was written, listing each document that
+        could not be written (one that cannot be a hybrid-es document: empty text, a bad id,
+        metadata that cannot be stored; or one the ingest refused) and each failed chunk write
+        with its reason; TypeError for any other keyword."""
         ids, titles, acl = _write_options(len(documents), kwargs)
         written = [
             self._document(doc, ids[i] if ids else None, titles[i] if titles else "", acl)
             for i, doc in enumerate(documents)
         ]
-        refused = [w for w in written if isinstance(w, str)]
-        if refused:
-            raise IngestError(
-                f"{len(refused)} of {len(documents)} documents cannot be written; nothing was "
-                f"written: {'; '.join(refused)}",
-                hint="fix or leave out those documents and add them again",
-            )
         docs = [w for w in written if isinstance(w, Document)]
-        report = self.ingestor.ingest(docs, self.principal, raise_on_error=False)
-        _raise_failures(report, len(docs))
+        report = (
+            self.ingestor.ingest(docs, self.principal, raise_on_error=False)
+            if docs
+            else IngestReport()
+        )
+        # A document that cannot be a hybrid-es document is refused as the ingest refuses one:
+        # listed with its reason, after the rest was written.
+        report.failed_documents[:0] = [w for w in written if isinstance(w, dict)]
+        _raise_failures(report, len(documents))
         return [d.id for d in docs]
 
     def add_texts(
@@ -216,8 +216,9 @@ class HybridEsVectorStore(VectorStore):
 
     def _document(
         self, doc: LcDocument, given: str | None, title: str, acl: Acl | None
-    ) -> Document | str:
-        """The hybrid-es document for ``doc``, or why it cannot be one."""
+    ) -> Document | dict[str, Any]:
+        """The hybrid-es document for ``doc``, or why it cannot be one (as the ingest reports a
+        refused document: ``doc_id``, ``tenant``, ``reason``)."""
         meta = {k: v for k, v in doc.metadata.items() if k != prov.NAMESPACE}
         doc_id = given or doc.id or stable_id(doc.page_content, meta)
         if acl is None and (self.acl_users is not None or self.acl_groups is not None):
@@ -233,7 +234,11 @@ class HybridEsVectorStore(VectorStore):
                 acl_groups=None if acl is None else acl[1],
             )
         except ValidationError as exc:
-            return f"{doc_id!r}: {validation_summary(exc)}"
+            return {
+                "doc_id": doc_id,
+                "tenant": self.principal.tenant,
+                "reason": validation_summary(exc),
+            }
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from langchain_core.documents import Document as LcDocument
 from hybrid_es.adapters.langchain import HybridEsRetriever
 from hybrid_es.adapters.langchain_store import HybridEsEmbeddings, HybridEsVectorStore, stable_id
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.errors import BulkIndexError, ConfigurationError, FilterError, IngestError
+from hybrid_es.errors import BulkIndexError, ConfigurationError, FilterError
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import Principal
@@ -217,12 +217,19 @@ def test_refused_documents_are_raised_after_the_rest_was_written(es, indices):
     assert [f["doc_id"] for f in refused.value.failed] == ["undated"]
     assert "undated" in str(refused.value) and "year" in refused.value.failed[0]["reason"]
     assert _ids(store.get_by_ids([*IDS, "undated"])) == IDS
-    # A document that cannot be a document refuses the call before anything is written.
-    with pytest.raises(IngestError, match="'blank'"):
+    # A document that cannot be a document at all (empty text, metadata that cannot be stored)
+    # is refused with its reason, and the rest is written.
+    with pytest.raises(BulkIndexError) as unwritable:
         store.add_documents(
-            [LcDocument(page_content="New.", id="new"), LcDocument(page_content=" ", id="blank")]
+            [
+                LcDocument(page_content="New.", id="new"),
+                LcDocument(page_content=" ", id="blank"),
+                LcDocument(page_content="Binary.", id="bytes", metadata={"raw": b"\x00"}),
+            ]
         )
-    assert store.get_by_ids(["new"]) == []
+    assert [f["doc_id"] for f in unwritable.value.failed] == ["blank", "bytes"]
+    assert all(f["reason"] for f in unwritable.value.failed)
+    assert _ids(store.get_by_ids(["new", "blank", "bytes"])) == ["new"]
     with pytest.raises(TypeError, match="colour"):
         store.add_documents(DOCS, colour="red")
 
