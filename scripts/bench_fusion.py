@@ -12,8 +12,12 @@ isolates the fusion:
         --set cranfield=../shared/datasets/cranfield:minilm:hybrid-es-chunks-eval-cranfield-minilm
 
 Prints nDCG@10 per collection and fusion, the mean, and the worst difference from BM25 alone;
-``--json`` writes all of it. A collection in another script than its embedder covers (MiniLM on
-Chinese) is the case the dense-leg script gate exists for: the table shows both with and without.
+``--json`` writes all of it. ``--loco`` prints instead the leave-one-collection-out selection of
+the default among RRF and min-max linear fusion (``hybrid_es.evaluation.loco_report``): the
+in-sample table, each held-out collection's pick and loss, and the paired tests (``ranx.compare``)
+of the picked default against every rival on every collection. A collection in another script
+than its embedder covers (MiniLM on Chinese) is the case the dense-leg script gate exists for:
+the table shows both with and without.
 """
 
 from __future__ import annotations
@@ -21,20 +25,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from hybrid_es.evaluation import offline_fusion as O
 from hybrid_es.evaluation.bench import bench_client, bench_embedder, machine
 from hybrid_es.evaluation.collection import EVAL_PRINCIPAL
 from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
-from hybrid_es.evaluation.metrics import evaluate
+from hybrid_es.evaluation.loco_report import loco_report
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
-from hybrid_es.retrieval import fusion as F
-from hybrid_es.retrieval.analysis import dominant_script
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher
 
@@ -91,85 +94,24 @@ def fetch_legs(spec: str, window: int, cache: Path) -> dict[str, Any]:
     return out
 
 
-# -- the fusion candidates: each takes the two legs and returns fused chunk ids ---------------
-
-Fuser = Callable[[Leg, Leg], list[str]]
-
-
-def _ids(leg: Leg) -> list[str]:
-    return [c for c, _, _ in leg]
-
-
-def _scores(leg: Leg) -> dict[str, float]:
-    return {c: s for c, _, s in leg}
-
-
-def rrf(k: int, ws: float = 1.0, wd: float = 1.0) -> Fuser:
-    def fuse(sparse: Leg, dense: Leg) -> list[str]:
-        return [f.doc_id for f in F.rrf([_ids(sparse), _ids(dense)], k=k, weights=(ws, wd))]
-
-    return fuse
-
-
-def minmax(alpha: float) -> Fuser:
-    def fuse(sparse: Leg, dense: Leg) -> list[str]:
-        return [f.doc_id for f in F.hybrid_linear(_scores(sparse), _scores(dense), alpha)]
-
-    return fuse
-
-
-def dbsf(alpha: float) -> Fuser:
-    def fuse(sparse: Leg, dense: Leg) -> list[str]:
-        return [
-            f.doc_id
-            for f in F.linear(
-                [_scores(sparse), _scores(dense)], [1 - alpha, alpha], normalization="dbsf"
-            )
-        ]
-
-    return fuse
-
-
-def only(which: int) -> Fuser:
-    return lambda sparse, dense: _ids((sparse, dense)[which])
-
-
-CANDIDATES: dict[str, Fuser] = {
-    "bm25": only(0),
-    "dense": only(1),
-    **{f"rrf k={k}": rrf(k) for k in (10, 20, 40, 60, 100)},
+CANDIDATES: dict[str, O.Fuser] = {
+    "bm25": O.only(0),
+    "dense": O.only(1),
+    **{f"rrf k={k}": O.rrf(k) for k in (10, 20, 40, 60, 100)},
     **{
-        f"rrf k=60 w={ws}/{wd}": rrf(60, ws, wd)
+        f"rrf k=60 w={ws}/{wd}": O.rrf(60, ws, wd)
         for ws, wd in ((1.0, 0.5), (1.0, 0.7), (0.7, 1.0), (0.5, 1.0))
     },
-    **{f"minmax a={a}": minmax(a) for a in (0.3, 0.4, 0.5, 0.6, 0.7)},
-    **{f"dbsf a={a}": dbsf(a) for a in (0.3, 0.4, 0.5, 0.6)},
+    **{f"minmax a={a}": O.minmax(a) for a in (0.3, 0.4, 0.5, 0.6, 0.7)},
+    "minmax a=spread": O.spread_weighted(),
+    **{f"dbsf a={a}": O.dbsf(a) for a in (0.3, 0.4, 0.5, 0.6)},
 }
-
-
-def score(col: Mapping[str, Any], fuse: Fuser, *, gate: bool, metric: str) -> float:
-    """``metric`` of ``fuse`` over a collection; ``gate`` drops the dense leg for a query whose
-    script the embedder does not cover (MiniLM is English-only)."""
-    english_only = "MiniLM" in col["embedder"]
-    run: dict[str, dict[str, float]] = {}
-    for qid, legs in col["legs"].items():
-        sparse, dense = legs.get("bm25", []), legs.get("dense", [])
-        if gate and english_only and dominant_script(col["queries"][qid]) == "cjk":
-            dense = []
-        doc_of = {c: d for c, d, _ in (*sparse, *dense)}
-        ranked: dict[str, float] = {}
-        fused = fuse([tuple(x) for x in sparse], [tuple(x) for x in dense])  # type: ignore[misc]
-        for i, c in enumerate(fused[:100]):
-            key = c if col["unit"] == "chunk" else doc_of[c]
-            ranked.setdefault(key, float(1000 - i))
-        run[qid] = ranked
-    return evaluate(col["qrels"], run, (metric,)).scores[metric]
 
 
 def table(cols: Sequence[Mapping[str, Any]], *, gate: bool, metric: str) -> list[dict[str, Any]]:
     rows = []
     for name, fuse in CANDIDATES.items():
-        per = {c["name"]: round(score(c, fuse, gate=gate, metric=metric), 4) for c in cols}
+        per = {c["name"]: round(O.score(c, fuse, gate=gate, metric=metric), 4) for c in cols}
         rows.append({"fusion": name, **per})
     base = next(r for r in rows if r["fusion"] == "bm25")
     for r in rows:
@@ -179,6 +121,55 @@ def table(cols: Sequence[Mapping[str, Any]], *, gate: bool, metric: str) -> list
     return rows
 
 
+def _row(cells: Sequence[object]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def print_loco(rep: Mapping[str, Any]) -> None:
+    """The LOCO report as Markdown tables (see ``hybrid_es.evaluation.loco_report``)."""
+    names, t = rep["collections"], rep["table"]
+    print(f"\n{rep['metric']}, in sample (loss: each collection's best candidate minus this)")
+    print(_row(["fusion", *names, "mean", "worst loss", "worst vs bm25"]))
+    print("|---" * (len(names) + 4) + "|")
+    for n, row in t.items():
+        loss = rep["in_sample_loss"].get(n)
+        cells = [f"{row[c]:.4f}" for c in names] + [f"{sum(row.values()) / len(names):.4f}"]
+        cells.append(f"{max(loss.values()):.4f}" if loss else "-")
+        cells.append(f"{min(row[c] - t[O.FLOOR][c] for c in names):+.4f}")
+        print(_row([n, *cells]))
+    for key, crit in [(k, c) for k in ("folds", "folds_fixed") for c in rep[k]]:
+        folds = rep[key][crit]
+        among = "every candidate" if key == "folds" else "fixed settings only"
+        print(f"\nleave one collection out, {among}, picked on the others by {crit}")
+        print(_row(["held out", "picked on the others", "its score", "best there", "loss"]))
+        print("|---" * 5 + "|")
+        for f in folds:
+            best = f"{f['best']} {f['best_score']:.4f}"
+            print(
+                _row(
+                    [
+                        f["held_out"],
+                        f["picked"],
+                        f"{f['picked_score']:.4f}",
+                        best,
+                        f"{f['loss']:.4f}",
+                    ]
+                )
+            )
+        print(f"worst held-out loss: {max(f['loss'] for f in folds):.4f}")
+    print(f"\npicked on every collection: {rep['picked']}")
+    for base, tests in rep["tests"].items():
+        print(f"\npaired tests of {base} against each rival ({rep['metric']})")
+        print(_row(["collection", "rival", "rival - base", "p t-test", "p Fisher", "W/T/L"]))
+        print("|---" * 6 + "|")
+        for c in names:
+            st, fi = tests[c]["student"], tests[c]["fisher"]
+            for rival, r in st.items():
+                wtl = f"{r['W']}/{r['T']}/{r['L']}"
+                p_f = fi[rival]["p"]
+                print(_row([c, rival, f"{r['delta']:+.4f}", f"{r['p']:.4f}", f"{p_f:.4f}", wtl]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", required=True, help="name=dataset:embedder:index")
@@ -186,10 +177,14 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=Path("reports/fusion-legs"))
     ap.add_argument("--metric", default="ndcg@10")
     ap.add_argument("--json", type=Path, help="write every table here")
+    ap.add_argument("--loco", action="store_true", help="leave-one-collection-out and tests")
     args = ap.parse_args()
     cols = [fetch_legs(s, args.window, args.cache) for s in args.set]
     out: dict[str, Any] = {"machine": machine(), "metric": args.metric, "tables": {}}
-    for gate in (False, True):
+    if args.loco:
+        out["loco"] = loco_report(cols, metric=args.metric)
+        print_loco(out["loco"])
+    for gate in (False, True) if not args.loco else ():
         rows = table(cols, gate=gate, metric=args.metric)
         title = "dense leg gated by script" if gate else "no script gate"
         out["tables"][title] = rows
