@@ -183,6 +183,7 @@ class HybridSearcher:
         )
         self._closers: list[tuple[str, Callable[[], Any]]] = []
         self._closed: dict[str, Any] | None = None
+        self._door: ChunksDoor | None = None
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -220,9 +221,13 @@ class HybridSearcher:
 
     @property
     def door(self) -> ChunksDoor:
-        """The only way this searcher's bodies reach a chunks index (``retrieval.door``)."""
-        self.client.guard(self.layout.chunks)  # a client swapped in after construction too
-        return ChunksDoor(self.client, self.dialect)
+        """The only way this searcher's bodies reach a chunks index (``retrieval.door``): made
+        once per client (a client swapped in after construction is guarded and gets its own)."""
+        door = self._door
+        if door is None or door.engine is not self.client:
+            self.client.guard(self.layout.chunks)
+            door = self._door = ChunksDoor(self.client, self.dialect)
+        return door
 
     # -- capability and model checks ---------------------------------------------------------
 
