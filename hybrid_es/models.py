@@ -277,6 +277,14 @@ class SearchResponse(BaseModel):
     trace_id: str = ""
     """The search's trace id, drawn before its first request: the ``X-Opaque-Id`` its requests
     carried (the cluster's slow log and tasks API show it) and the id of its trace."""
+    embedder: str | None = None
+    """The model that embedded the query: the one the searched index records (with
+    ``HYBRID_ES_EMBEDDER=auto``, chosen per index at its first ingest); None when no dense leg
+    ran (BM25 alone, or the script gate)."""
+    dense_weight: float | None = None
+    """The dense leg's weight in this search's linear fusion: the configured one, or the one the
+    spread rule chose from the legs' scores (``HYBRID_ES_FUSION_ALPHA``); None for RRF or one
+    leg alone."""
     truncated: tuple[str, ...] = ()
     """The legs that read only the start of a long query: ``sparse`` (its first
     ``max_query_terms`` terms, ``HYBRID_ES_MAX_QUERY_TERMS``) and ``dense`` (the embedder's

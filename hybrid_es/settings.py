@@ -89,12 +89,17 @@ class Settings(BaseSettings):
     node count (``auto_expand_replicas``). The default ``0-1`` is none on one node and one from
     two nodes up. Bootstrap sets it on the templates, so on indices created afterwards."""
 
-    embedder: str = "minilm"
+    embedder: str = "auto"
+    """``auto`` (each chunks index takes the English MiniLM or the multilingual e5 from the
+    scripts of its first documents, and keeps it: ``retrieval.embedder_choice``), ``minilm``,
+    ``e5``, or a sentence-transformers model name or folder for every index."""
     embed_threads: int = Field(default=1, ge=0, le=256)
     """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
     per core). One by default: with two, a query that runs beside another busy process waits on
     OpenMP's spinning barriers (2 cores, one client: p95 30 ms at one thread, 800 ms at two);
-    see ``retrieval.embedder``. Passages (ingest) keep torch's count. Not used by ``e5``."""
+    see ``retrieval.embedder``. Passages (ingest) keep the runtime's count. For ``e5`` the same
+    count of OpenMP threads (``retrieval.embedder.omp_threads``: on all cores its query p95 was
+    1,282 ms under load, on one 67 ms)."""
     embed_batch: int = Field(default=8, ge=1, le=256)
     """Most concurrent searches' queries embedded in one model call (1: each alone); see
     ``retrieval.query_batcher``."""
@@ -129,8 +134,19 @@ class Settings(BaseSettings):
     fusion_method: str = Field(default="linear", pattern="^(rrf|linear)$")
     """How the legs are fused: ``linear`` (min-max, the default, chosen by
     ``scripts/bench_fusion.py`` across every collection: docs/evaluation.md) or ``rrf``."""
-    fusion_alpha: float = Field(default=0.4, ge=0.0, le=1.0)
-    """The dense leg's weight in linear fusion (``retrieval.fusion.DEFAULT_ALPHA``)."""
+    fusion_alpha: float | Literal["spread"] = "spread"
+    """The dense leg's weight in linear fusion: ``spread`` (the default: a weight chosen per query
+    from how far each leg's best score stands above its own list, fused client-side;
+    ``retrieval.fusion.DEFAULT_ALPHA``) or a fixed number in [0, 1] (0.4 is the best fixed one
+    across the shared collections; a fixed weight lets the engine fuse natively)."""
+
+    @field_validator("fusion_alpha")
+    @classmethod
+    def _alpha_in_range(cls, v: float | str) -> float | str:
+        if isinstance(v, float) and not 0.0 <= v <= 1.0:
+            raise ValueError(f"must be 'spread' or a number in [0, 1], got {v}")
+        return v
+
     traces: bool = False
     """Write a trace of every search and packet operation (``README`` "Traces and Kibana").
     Off in the library unless set (``HYBRID_ES_TRACES=true``); the ``hybrid-es`` command line

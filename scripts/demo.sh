@@ -35,9 +35,9 @@ hybrid-es ingest tests/fixtures/travel-demo-B.jsonl --tenant demo-B
 step "3. Search as demo-A, a travel agent, for the April stay (provenance table)"
 hybrid-es search "KYO-H12 April roll-in shower rate" --tenant demo-A --user agent-1 \
   --group travel-agents --stay 2026-04-10..2026-04-14
-step "4. The same question in Chinese"
-hybrid-es search "KYO-H12 四月 无障碍淋浴间 房价" --tenant demo-A --user agent-1 \
-  --group travel-agents --stay 2026-04-10..2026-04-14 --embedder minilm
+step "4. The same question in Traditional Chinese (the contract is written in Simplified)"
+hybrid-es search "KYO-H12 四月 無障礙淋浴間 房價" --tenant demo-A --user agent-1 \
+  --group travel-agents --stay 2026-04-10..2026-04-14
 step "5. Historical question: the superseded 2025 contract is admitted only now"
 hybrid-es search "KYO-H12 April roll-in shower rate" --tenant demo-A --user agent-1 \
   --group travel-agents --as-of 2025-06-01 --historical

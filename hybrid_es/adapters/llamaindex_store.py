@@ -78,7 +78,8 @@ from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
 from hybrid_es.metadata_fields import ENV_NAME, FilterableField, fields_from_mapping
 from hybrid_es.models import Principal, Record, RequestScope
-from hybrid_es.retrieval.embedder import Embedder, make_embedder
+from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder_choice import Embedders, make_embedders
 from hybrid_es.retrieval.records import MAX_IDS, MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
@@ -182,7 +183,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         principal: Principal,
         settings: Settings | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Embedders | None = None,
         acl_users: Sequence[str] = (),
         acl_groups: Sequence[str] = (),
         scope: RequestScope | None = None,
@@ -193,7 +194,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         (``traced_searcher``), and ``embedder`` (default ``HYBRID_ES_EMBEDDER``)."""
         s = settings if settings is not None else Settings()
         engine = connect(s)
-        embedder = embedder or make_embedder(s.embedder, query_threads=s.embed_threads)
+        embedder = embedder or make_embedders(s.embedder, query_threads=s.embed_threads)
         layout = s.layout()
         ingestor = Ingestor(
             engine,

@@ -35,6 +35,7 @@ def capabilities(
         layout=s.layout(),
         fusion=s.fusion,
         fusion_method=s.fusion_method,
+        fusion_alpha=s.fusion_alpha,
     )
     if as_json:
         emit_json(caps.model_dump())

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hybrid_es.cli.common import RichProgress, client, console, emit_json, safe, settings, title
-from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
+from hybrid_es.retrieval.fusion import DEFAULT_ALPHA, parse_alpha
 
 MAX_FAILURES_SHOWN = 10
 
@@ -33,7 +33,13 @@ def eval_command(
             help="Comma list of: bm25, dense, hybrid, linear, hybrid+rerank, linear+rerank."
         ),
     ] = "bm25,dense,hybrid,linear",
-    embedder: Annotated[str, typer.Option(help="minilm | e5 | a model path")] = "minilm",
+    embedder: Annotated[
+        str,
+        typer.Option(
+            help="auto (chosen from the corpus's scripts, as an ingest chooses) | minilm | e5 "
+            "| a model path"
+        ),
+    ] = "auto",
     reranker: Annotated[
         str | None, typer.Option(help="CrossEncoder folder or name for hybrid+rerank.")
     ] = None,
@@ -45,8 +51,12 @@ def eval_command(
         int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")
     ] = None,
     alpha: Annotated[
-        float, typer.Option(help="Dense weight of the linear fusion (the default's).")
-    ] = DEFAULT_ALPHA,
+        str,
+        typer.Option(
+            help="Dense weight of the linear fusion: 'spread' (chosen per query, the default) "
+            "or a number in [0, 1].",
+        ),
+    ] = str(DEFAULT_ALPHA),
     max_queries: Annotated[
         int | None, typer.Option(help="Only the first N judged queries.")
     ] = None,
@@ -67,12 +77,16 @@ def eval_command(
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
     from hybrid_es.errors import ConfigurationError
     from hybrid_es.evaluation.run import EvalRequest, evaluate_dataset, write_report
-    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.retrieval.embedder_choice import make_embedders
     from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
     if precision not in PRECISIONS:
         raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")
     s = settings()
+    try:
+        weight = parse_alpha(alpha)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--alpha") from None
     try:
         req = EvalRequest(
             dataset=dataset,
@@ -87,7 +101,7 @@ def eval_command(
             if reranker
             else None,
             rerank_depth=rerank_depth,
-            alpha=alpha,
+            alpha=weight,
             max_queries=max_queries,
             index=index,
             state_index=f"{s.corpus_state_index}-eval",
@@ -101,7 +115,7 @@ def eval_command(
     with RichProgress(disable=as_json) as progress:
         run = evaluate_dataset(
             client(s),
-            make_embedder(embedder, query_threads=s.embed_threads),
+            make_embedders(embedder, query_threads=s.embed_threads),
             req,
             url=s.redacted_url(),
             command="hybrid-es eval " + " ".join(sys.argv[2:]),
@@ -113,6 +127,14 @@ def eval_command(
         emit_json(run.as_dict())
         return
     _print(run.dataset, run.results, run.machine)
+    cost = run.cost()
+    money = cost["ingest_money_per_1000_documents_usd"]
+    console.print(
+        f"[dim]embedder {run.embedder}; money per query $0 (local models); ingest "
+        f"{cost['ingest_llm_calls']} LLM calls, "
+        + ("unknown price" if money is None else f"${money:.4f} per 1,000 documents")
+        + "[/dim]"
+    )
 
 
 def _print(name: str, results: list[Any], machine: str) -> None:
@@ -147,6 +169,7 @@ def _print(name: str, results: list[Any], machine: str) -> None:
     lt.add_column("pipeline")
     for st in STAGES:
         lt.add_column(st, justify="right")
+    lt.add_column("model ms / query", justify="right")
     for r in results:
         lt.add_row(
             r.name,
@@ -156,6 +179,7 @@ def _print(name: str, results: list[Any], machine: str) -> None:
                 else "-"
                 for st in STAGES
             ],
+            f"{r.model_ms_per_query:.1f}",
         )
     console.print(lt)
     console.print(f"[dim]{machine}[/dim]")

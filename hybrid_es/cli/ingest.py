@@ -126,7 +126,7 @@ def ingest(
     from hybrid_es.ingest.indexer import DEFAULT_ACLS
     from hybrid_es.ingest.loaders import read_field_map
     from hybrid_es.ingest.run import PathIngest, ingest_path, with_suffixes
-    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.retrieval.embedder_choice import make_embedders
 
     s = settings()
     principal = make_principal(tenant, user)
@@ -166,7 +166,7 @@ def ingest(
         task = bar.add_task("docs", total=None)
         run = ingest_path(
             client(s),
-            make_embedder(embedder or s.embedder),
+            make_embedders(embedder or s.embedder),
             path,
             principal,
             layout=s.layout(),

@@ -61,10 +61,17 @@ class IndexShards(BaseModel):
     """The replicas now (with ``auto_expand``, what the cluster expanded them to)."""
     auto_expand: str | None = None
     """The ``auto_expand_replicas`` range (``0-1``), where the index has one."""
+    embedding_model: str | None = None
+    """A chunks index's embedder, as its mapping records it (None: nothing written yet, or not
+    a chunks index)."""
+    embedding_choice: str | None = None
+    """Why that embedder (``HYBRID_ES_EMBEDDER=auto``: the scripts of the first documents)."""
 
     def describe(self) -> str:
         auto = f" (auto {self.auto_expand})" if self.auto_expand else ""
-        return f"{self.index}: {self.shards} shards, {self.replicas} replicas{auto}"
+        model = f"; embedder {self.embedding_model}" if self.embedding_model else ""
+        why = f" ({self.embedding_choice})" if self.embedding_choice else ""
+        return f"{self.index}: {self.shards} shards, {self.replicas} replicas{auto}{model}{why}"
 
 
 class Capabilities(BaseModel):
@@ -117,6 +124,9 @@ class Capabilities(BaseModel):
     """The configured fusion mode (``HYBRID_ES_FUSION``: auto, native or client)."""
     fusion_method: str = "linear"
     """The configured fusion method (``HYBRID_ES_FUSION_METHOD``: linear or rrf)."""
+    fusion_alpha: float | str = "spread"
+    """The configured dense weight of linear fusion (``HYBRID_ES_FUSION_ALPHA``): a number, or
+    ``spread`` (chosen per query from the legs' scores, so fused client-side)."""
     tenancy: TenancyMode = "index-per-tenant"
     """The index layout of the settings probed with: it decides whether a tenant reader
     credential can be confined to one tenant (``IndexLayout.reader_refused_because``)."""
@@ -149,6 +159,10 @@ class Capabilities(BaseModel):
         """The path a search with ``method`` takes here under the configured ``fusion`` mode
         (what ``HybridSearcher`` chooses: ``SearchResponse.fusion_path``)."""
         native = self.native_fusion(method)
+        if method == "linear" and self.fusion_alpha == "spread":
+            if self.fusion == "native":
+                return "refused: native linear takes a fixed weight (HYBRID_ES_FUSION_ALPHA)"
+            return "client-linear (msearch; dense weight per query: spread)"
         if self.fusion == "client" or (self.fusion == "auto" and not native):
             return f"client-{method} (msearch)"
         if not native:
@@ -243,12 +257,13 @@ def probe(
     layout: IndexLayout | None = None,
     fusion: str = "auto",
     fusion_method: str = "linear",
+    fusion_alpha: float | str = "spread",
 ) -> Capabilities:
     """Probe the cluster behind ``engine`` (see :func:`hybrid_es.connect`) with read APIs only;
     ``writes=True`` also settles what only a write can (vector index types, the role store) with
     probe objects that it removes. ``layout`` names the indices whose privileges are checked
-    (default: the default index names); ``fusion`` and ``fusion_method`` are the configured
-    ones, whose path the report states.
+    (default: the default index names); ``fusion``, ``fusion_method`` and ``fusion_alpha`` are
+    the configured ones, whose path the report states.
 
     Raises:
         EngineUnavailableError / AuthenticationError: the cluster cannot be reached or refuses the
@@ -274,6 +289,7 @@ def probe(
             "tenancy": layout.mode,
             "fusion": fusion,
             "fusion_method": fusion_method,
+            "fusion_alpha": fusion_alpha,
             **topology,
         }
     )
@@ -326,20 +342,44 @@ def _topology(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict[str
     except EngineError as exc:
         notes.append(f"shards and replicas per index unknown: {exc.message[:160]}")
         return out
+    metas = _chunks_metas(engine, layout, notes)
     indices = []
     for index, body in sorted(dict(resp or {}).items()):
         flat = body.get("settings", {})
         auto = flat.get("index.auto_expand_replicas")
+        meta = metas.get(index, {})
         indices.append(
             IndexShards(
                 index=index,
                 shards=int(flat.get("index.number_of_shards", 1)),
                 replicas=int(flat.get("index.number_of_replicas", 0)),
                 auto_expand=None if auto in (None, "false", False) else str(auto),
+                embedding_model=meta.get("embedding_model"),
+                embedding_choice=meta.get("embedding_choice"),
             )
         )
     out["indices"] = tuple(indices)
     return out
+
+
+def _chunks_metas(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict[str, Any]:
+    """Each chunks index's mapping ``_meta`` (its embedder and why), where readable."""
+    try:
+        resp = engine.request(
+            "GET",
+            f"/{layout.chunks}*/_mapping",
+            params={"allow_no_indices": True, "ignore_unavailable": True},
+            what="reading the chunks indices' embedders",
+        )
+    except EngineError as exc:
+        if exc.status == 401:
+            raise
+        notes.append(f"chunks indices' embedders unknown: {exc.message[:160]}")
+        return {}
+    return {
+        name: dict(body.get("mappings", {}).get("_meta", {}))
+        for name, body in dict(resp or {}).items()
+    }
 
 
 def native_fusion_works(engine: Engine, method: str) -> tuple[bool, str]:

@@ -15,7 +15,6 @@ run (a document's best chunk stands for it unless the collection is judged by ch
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -78,37 +77,19 @@ def only(which: int) -> Fuser:
     return lambda sparse, dense: _ids((sparse, dense)[which])
 
 
-def top_margin(scores: Sequence[float]) -> float:
-    """How far a leg's best score stands above the rest of its list, in standard deviations:
-    ``(max - mean) / sd``; 0 for a list of fewer than two scores or of equal scores.
-
-    Scale-free, so a BM25 leg (unbounded scores) and a cosine leg ([0, 1]) can be compared.
-
-    >>> round(top_margin([3.0, 1.0, 1.0, 1.0]), 4)
-    1.7321
-    """
-    if len(scores) < 2:
-        return 0.0
-    mean = math.fsum(scores) / len(scores)
-    sd = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
-    return 0.0 if sd == 0.0 else (max(scores) - mean) / sd
-
-
 def spread_alpha(sparse: Leg, dense: Leg) -> float:
-    """The per-query dense weight of :func:`spread_weighted`: each leg's :func:`top_margin`,
-    as a share of both; 0.5 when neither leg's top stands out."""
-    ms = top_margin([s for _, _, s in sparse])
-    md = top_margin([s for _, _, s in dense])
-    return 0.5 if ms + md == 0.0 else md / (ms + md)
+    """The per-query dense weight of :func:`spread_weighted` (``fusion.spread_alpha`` of the
+    two legs' scores)."""
+    return F.spread_alpha([s for _, _, s in sparse], [s for _, _, s in dense])
 
 
 def spread_weighted() -> Fuser:
-    """Min-max linear fusion whose dense weight is chosen per query by :func:`spread_alpha`:
-    the leg whose top hit stands further above its own list counts for more."""
+    """Min-max linear fusion whose dense weight is chosen per query by the spread rule (the
+    searcher's default, ``fusion.DEFAULT_ALPHA``): the leg whose top hit stands further above
+    its own list counts for more."""
 
     def fuse(sparse: Leg, dense: Leg) -> list[str]:
-        alpha = spread_alpha(sparse, dense)
-        return [f.doc_id for f in F.hybrid_linear(_scores(sparse), _scores(dense), alpha)]
+        return [f.doc_id for f in F.hybrid_linear(_scores(sparse), _scores(dense), F.SPREAD)]
 
     return fuse
 
@@ -168,4 +149,5 @@ PER_QUERY_RULES = ("minmax a=spread",)
 FLOOR = "bm25"
 """BM25 alone: reported beside every table, never a candidate."""
 INCUMBENT = f"minmax a={F.DEFAULT_ALPHA}"
-"""Today's default: the candidate that keeps a tie."""
+"""The default (the spread rule since issue 26; min-max 0.4 before): the candidate that keeps a
+tie."""

@@ -35,11 +35,12 @@ from hybrid_es.evaluation.runner import (
     plot,
     run_pipeline,
 )
-from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.ingest.beir import read_corpus, read_qrels, read_queries
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Chunker
 from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
+from hybrid_es.retrieval.embedder_choice import SAMPLE, Embedders
+from hybrid_es.retrieval.fusion import DEFAULT_ALPHA, Alpha
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS, MAX_QUERY_TERMS, RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -54,11 +55,11 @@ class EvalRequest:
     split: str = "test"
     reranker: CrossEncoderReranker | None = None
     rerank_depth: int = 20
-    alpha: float = DEFAULT_ALPHA
+    alpha: Alpha = DEFAULT_ALPHA
     max_queries: int | None = None
     index: str | None = None
     state_index: str = "hybrid-es-corpus-state-eval"
-    embedder_name: str = "minilm"
+    embedder_name: str = "auto"
     client_terms: bool = True
     """Query the client-side analysed terms beside the engine's own analysis (see
     ``retrieval.analysis``)."""
@@ -90,6 +91,34 @@ class EvalRun:
     machine: str
     ingest_context_usage: dict[str, Any] = field(default_factory=dict)
     command: str = ""
+    documents: int = 0
+    """Documents of the collection (the ingest's denominator)."""
+    embedder: str = ""
+    """The model that embedded the collection (``auto``: the one its scripts chose), and why."""
+
+    def cost(self) -> dict[str, Any]:
+        """Cost per query as the brief means it: the model compute each pipeline spends per
+        query (query embedding and reranking, ms), and money. At query time every model runs
+        locally, so money per query is $0; the ingest's money is what the contextualizer's
+        LLM calls cost at their model's list price (``anthropic_context.PRICES``; None where the
+        price is unknown), per run and per 1,000 documents. The extractive default makes no
+        call and costs $0."""
+        spent = self.ingest_context_usage.get("cost_usd", 0.0)
+        calls = int(self.ingest_context_usage.get("calls", 0) or 0)
+        return {
+            "model_ms_per_query": {r.name: r.model_ms_per_query for r in self.results},
+            "money_per_query_usd": 0.0,
+            "money_per_query_note": "every query-time model runs locally (no hosted model)",
+            "ingest_llm_calls": calls,
+            "ingest_money_usd": spent,
+            "ingest_money_per_1000_documents_usd": (
+                None
+                if spent is None
+                else round(spent * 1000 / self.documents, 6)
+                if self.documents
+                else 0.0
+            ),
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -97,8 +126,10 @@ class EvalRun:
             "split": self.split,
             "command": self.command,
             "machine": self.machine,
+            "embedder": self.embedder,
             "results": [r.as_dict() for r in self.results],
             "ingest_context_usage": self.ingest_context_usage,
+            "cost": self.cost(),
         }
 
 
@@ -106,7 +137,7 @@ class EvalRun:
 # what the runs were measured on.
 def evaluate_dataset(
     es: Engine | Any,
-    embedder: Embedder,
+    embedder: Embedder | Embedders,
     req: EvalRequest,
     *,
     url: str = "",
@@ -114,19 +145,29 @@ def evaluate_dataset(
     progress: Progress | None = None,
 ) -> EvalRun:
     """Ingest ``req.dataset`` (unchanged documents are skipped) and run every pipeline over its
-    judged queries (``es``: an engine, or a client it wraps). Raises IngestError for a dataset
-    that cannot be read."""
+    judged queries (``es``: an engine, or a client it wraps). ``embedder``: one, or a set whose
+    ``auto`` chooses from the corpus's first documents as an ingest would (the index is named
+    after the chosen model). Raises IngestError for a dataset that cannot be read."""
     progress = progress or NoProgress()
     judged = read_judged(req)
+    docs = judged.docs
+    name, why = req.embedder_name, "given"
+    if isinstance(embedder, Embedders):
+        if embedder.auto:
+            docs = docs if docs is not None else list(read_corpus(req.dataset, tenant=EVAL_TENANT))
+            choice = embedder.for_documents(f"{d.title}\n{d.body}" for d in docs[:SAMPLE])
+            embedder, name, why = choice.embedder, choice.name, choice.reason
+        else:
+            embedder = embedder.default
     col = ingest_collection(
         es,
         embedder,
         req.dataset,
-        index=req.index or default_index(req.dataset, req.embedder_name),
+        index=req.index or default_index(req.dataset, name),
         state_index=req.state_index,
         url=url,
         progress=progress,
-        docs=judged.docs,
+        docs=docs,
         chunker=judged.chunker,
     )
     embedder.embed_queries(["warm-up"])
@@ -155,6 +196,8 @@ def evaluate_dataset(
         machine_line(col, embedder, req.reranker),
         col.report.context.summary(),
         command,
+        documents=col.documents,
+        embedder=f"{embedder.model_id} ({why})",
     )
 
 

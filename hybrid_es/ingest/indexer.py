@@ -29,8 +29,9 @@ from __future__ import annotations
 # One module for the write path: the Ingestor's flow and its crash-safety bracket (corpus state),
 # the per-batch plan and the bulk writes share state and invariants that read best together.
 import contextlib
+import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -69,6 +70,7 @@ from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping, fil
 from hybrid_es.models import EVERYONE, Principal
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder_choice import SAMPLE, Embedders
 from hybrid_es.tenancy import IndexLayout
 
 __all__ = ["IngestReport", "Ingestor", "build_chunk_records", "chunk_id", "plan_document"]
@@ -129,6 +131,9 @@ class IngestReport:
     watermarks: dict[str, int] = field(default_factory=dict)
     context: ContextUsage = field(default_factory=ContextUsage)
     seconds: float = 0.0
+    embedder: str = ""
+    """The model that embeds this index's chunks (``HYBRID_ES_EMBEDDER=auto``: the one the index
+    records, or chose from this run's first documents)."""
 
     @property
     def ok(self) -> bool:
@@ -149,7 +154,7 @@ class Ingestor:
     def __init__(
         self,
         client: Engine | Any,
-        embedder: Embedder,
+        embedder: Embedder | Embedders,
         *,
         index: str | None = None,
         layout: IndexLayout | None = None,
@@ -168,7 +173,9 @@ class Ingestor:
             )
         self._url = url
         self.client = client
-        self.embedder = embedder
+        self.embedders = Embedders.of(embedder)
+        """One fixed embedder, or ``auto``: chosen per index from its first documents' scripts
+        (``retrieval.embedder_choice``)."""
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.client.guard(self.layout.chunks)
         self.corpus_state = corpus_state or CorpusState(self.client, self.layout.corpus_state)
@@ -177,12 +184,9 @@ class Ingestor:
         self.overlap = overlap
         self.batch_size = batch_size
         self.default_acl = tuple(default_acl)
-        if chunker is None:
-            count = counter_for(embedder)
-            chunker = lambda doc: chunk_document(  # noqa: E731
-                doc, size=chunk_size, overlap=overlap, count=count
-            )
-        self.chunker = chunker
+        self._chunker = chunker
+        self._chunkers: dict[str, Chunker] = {}
+        self._embedder_of: dict[str, Embedder] = {}
         self._consecutive_failures = 0
         self._checked: set[str] = set()
         self._filterable: dict[str, FilterableFields] = {}
@@ -200,20 +204,49 @@ class Ingestor:
         if hasattr(self, "layout"):
             self._client.guard(self.layout.chunks)
 
+    @property
+    def embedder(self) -> Embedder:
+        """The fixed embedder, or (``auto``) the one an index gets before it records a model."""
+        return self.embedders.default
+
+    @property
+    def chunker(self) -> Chunker:
+        """The default embedder's chunker (:meth:`chunker_for`)."""
+        return self.chunker_for(self.embedder)
+
+    def chunker_for(self, embedder: Embedder) -> Chunker:
+        """The chunker given, or :func:`chunk_document` counting ``embedder``'s tokens."""
+        if self._chunker is not None:
+            return self._chunker
+        if embedder.model_id not in self._chunkers:
+            count = counter_for(embedder)
+            size, overlap = self.chunk_size, self.overlap
+            self._chunkers[embedder.model_id] = lambda doc: chunk_document(
+                doc, size=size, overlap=overlap, count=count
+            )
+        return self._chunkers[embedder.model_id]
+
+    def embedder_for(self, index: str) -> Embedder:
+        """The embedder that writes ``index`` (as :meth:`check_model` found or chose it)."""
+        return self._embedder_of.get(index) or self.embedder
+
     def index_for(self, principal: Principal) -> str:
         """The chunks index this caller's documents are written to."""
         return self.layout.chunks_for(principal.tenant)
 
-    def check_model(self, index: str) -> None:
-        """Refuse, before any write, an index whose vectors come from another model or size, or
-        whose vector field this engine cannot serve (OpenSearch: a k-NN engine other than lucene).
+    def check_model(self, index: str, texts: Sequence[str] = ()) -> Embedder:
+        """The embedder that writes ``index``; refuses, before any write, an index whose vectors
+        come from another model or size, or whose vector field this engine cannot serve
+        (OpenSearch: a k-NN engine other than lucene).
 
-        An empty index takes the embedder's model id and dimension into its mapping ``_meta``.
-        The filterable metadata fields the index maps (``meta_filter``, as bootstrap put them)
-        are the ones whose values every document writes: the mapping is the declaration.
+        An empty index takes the embedder's model id and dimension into its mapping ``_meta``:
+        the fixed one, or (``auto``) the one chosen from ``texts``, the first documents to be
+        written (no texts: nothing is chosen or recorded yet). The filterable metadata fields the
+        index maps (``meta_filter``, as bootstrap put them) are the ones whose values every
+        document writes: the mapping is the declaration.
         """
         if index in self._checked:
-            return
+            return self.embedder_for(index)
         try:
             props, meta, count = self._mapping(index)
         except Exception as exc:
@@ -230,29 +263,43 @@ class Ingestor:
                 "map `embedding` as a knn_vector with the lucene engine; or ingest into a new "
                 "index",
             )
-        field_dims = vector_dims(vector_field)
-        if field_dims is not None and field_dims != self.embedder.dims:
+        recorded = meta.get("embedding_model") if count else None
+        if recorded is not None:
+            embedder, reason = self.embedders.recorded(index, recorded), None
+        elif self.embedders.auto and not texts:
+            return self.embedder  # nothing to choose from yet: decided by the first write
+        else:
+            choice = self.embedders.for_documents(texts)
+            embedder, reason = choice.embedder, choice.reason
+        self._check_dims(index, vector_field, embedder)
+        if recorded not in (None, embedder.model_id):
             raise ModelError(
-                f"index {index} stores {field_dims}-dimensional vectors but the embedder "
-                f"{self.embedder.model_id} makes {self.embedder.dims}; nothing was written",
-                hint="use a matching embedder, or an index template with the right dims",
-            )
-        if count and meta.get("embedding_model") not in (None, self.embedder.model_id):
-            raise ModelError(
-                f"index {index} holds vectors from {meta.get('embedding_model')}, not "
-                f"{self.embedder.model_id}; nothing was written",
-                hint="ingest into a new index, or use the index's embedder",
+                f"index {index} holds vectors from {recorded}, not {embedder.model_id}; "
+                "nothing was written",
+                hint="ingest into a new index, or use the index's embedder "
+                "(HYBRID_ES_EMBEDDER=auto takes it from the index)",
             )
         filterable = fields_from_mapping(props.get("meta_filter"), index=index)
-        if meta.get("embedding_model") != self.embedder.model_id:
+        if meta.get("embedding_model") != embedder.model_id or reason is not None:
             try:
-                self._put_meta(index)
+                self._put_meta(index, embedder, reason)
             except Exception as exc:
                 raise translate_es_error(
                     exc, url=self.client.url, what=f"recording the model on {index}"
                 ) from exc
         self._filterable[index] = filterable
+        self._embedder_of[index] = embedder
         self._checked.add(index)
+        return embedder
+
+    def _check_dims(self, index: str, vector_field: dict[str, Any], embedder: Embedder) -> None:
+        field_dims = vector_dims(vector_field)
+        if field_dims is not None and field_dims != embedder.dims:
+            raise ModelError(
+                f"index {index} stores {field_dims}-dimensional vectors but the embedder "
+                f"{embedder.model_id} makes {embedder.dims}; nothing was written",
+                hint="use a matching embedder, or an index template with the right dims",
+            )
 
     @_on_connection_failure
     def _mapping(self, index: str) -> tuple[dict[str, Any], dict[str, Any], int]:
@@ -279,8 +326,13 @@ class Ingestor:
         return self._door.size(index)
 
     @_on_connection_failure
-    def _put_meta(self, index: str) -> None:
-        meta = {"embedding_model": self.embedder.model_id, "embedding_dims": self.embedder.dims}
+    def _put_meta(self, index: str, embedder: Embedder, reason: str | None) -> None:
+        meta: dict[str, Any] = {
+            "embedding_model": embedder.model_id,
+            "embedding_dims": embedder.dims,
+        }
+        if reason is not None:
+            meta["embedding_choice"] = reason
         self.client.put_mapping(index, {"_meta": meta})
 
     @_on_connection_failure
@@ -323,8 +375,12 @@ class Ingestor:
         now = now or datetime.now(UTC)
         tenant = principal.tenant
         index = self.index_for(principal)
-        self.check_model(index)
-        report = IngestReport()
+        # The first documents decide the embedder of a new index (auto): read them ahead.
+        stream = iter(docs)
+        head = list(itertools.islice(stream, SAMPLE))
+        docs = itertools.chain(head, stream)
+        embedder = self.check_model(index, script_texts(d for d in head if d.tenant == tenant))
+        report = IngestReport(embedder=embedder.model_id)
         self._consecutive_failures = 0
         try:
             # What an earlier run (perhaps killed) wrote must be visible to the skip check, and
@@ -417,6 +473,7 @@ class Ingestor:
         """Plan every document of the batch, embed what is new or changed, write it all in one
         bulk request, and note the run's change when anything was written."""
         tenant, index = batch[0].tenant, run.index
+        self.check_model(index, script_texts(batch))  # decided before the first write
         try:
             existing = self._existing(index, tenant, list(dict.fromkeys(d.id for d in batch)))
         except Exception as exc:
@@ -425,7 +482,13 @@ class Ingestor:
         work = _BatchWork()
         for doc in batch:
             self._plan_one(
-                doc, existing.get(doc.id, []), now, report, work, self._filterable.get(index, ())
+                doc,
+                existing.get(doc.id, []),
+                now,
+                report,
+                work,
+                self._filterable.get(index, ()),
+                embedder=self.embedder_for(index),
             )
         laps.lap("plan")
         actions = self._embedded(work.records, index, tenant, report)
@@ -456,6 +519,8 @@ class Ingestor:
         report: IngestReport,
         work: _BatchWork,
         filterable: FilterableFields = (),
+        *,
+        embedder: Embedder,
     ) -> None:
         """Skip ``doc``, or add its chunk records, supersede updates and deletes to ``work``.
         A value of the wrong type in a ``filterable`` field refuses the document, reported."""
@@ -470,13 +535,13 @@ class Ingestor:
                 {"doc_id": doc.id, "tenant": doc.tenant, "reason": f"{exc}; nothing was written"}
             )
             return
-        chunks = self.chunker(doc)
+        chunks = self.chunker_for(embedder)(doc)
         plan = plan_document(
             doc,
             chunks,
             stored,
             prompt_version=self.contextualizer.prompt_version,
-            embedding_model=self.embedder.model_id,
+            embedding_model=embedder.model_id,
             meta_filter=meta_filter,
         )
         if plan.action == "skip":
@@ -489,7 +554,7 @@ class Ingestor:
             build_chunk_records(
                 doc,
                 now=now,
-                embedding_model=self.embedder.model_id,
+                embedding_model=embedder.model_id,
                 chunks=chunks,
                 headers=headers,
                 superseded_by=plan.superseded_by,
@@ -534,7 +599,7 @@ class Ingestor:
         report.chunks += len(records)
         if not records:
             return []
-        vecs = self.embedder.embed_passages([r["search_payload"] for r in records])
+        vecs = self.embedder_for(index).embed_passages([r["search_payload"] for r in records])
         report.embedded += len(records)
         actions = []
         for r, v in zip(records, vecs, strict=True):
@@ -621,6 +686,11 @@ class Ingestor:
         if report.failed:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
         return len(keys)
+
+
+def script_texts(docs: Iterable[Document]) -> list[str]:
+    """What the scripts of documents are read from (``embedder_choice``)."""
+    return [f"{d.title}\n{d.body}" for d in docs]
 
 
 def _counts(report: IngestReport) -> dict[str, int]:

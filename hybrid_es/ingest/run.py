@@ -18,7 +18,7 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.ingest.chunking import chunk_document, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
-from hybrid_es.ingest.indexer import Ingestor, IngestReport
+from hybrid_es.ingest.indexer import Ingestor, IngestReport, script_texts
 from hybrid_es.ingest.loaders import (
     TEXT_SUFFIXES,
     Format,
@@ -28,6 +28,7 @@ from hybrid_es.ingest.loaders import (
 )
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.tenancy import IndexLayout
 
 FORMATS = ("auto", "jsonl", "beir", "folder")
@@ -124,7 +125,7 @@ class IngestRun:
 # Stays whole: load, then either plan (dry run) or write; one result object for both.
 def ingest_path(
     client: Engine | Any,
-    embedder: Embedder,
+    embedder: Embedder | Embedders,
     path: Path,
     principal: Principal,
     *,
@@ -172,7 +173,8 @@ def ingest_path(
         contextualizer=how.contextualizer.prompt_version,
     )
     if how.dry_run:
-        count = counter_for(embedder)
+        # The embedder a new index would take (an existing index keeps its own).
+        count = counter_for(Embedders.of(embedder).for_documents(script_texts(docs)).embedder)
         run.planned_chunks = sum(
             len(chunk_document(d, size=how.chunk_size, overlap=how.overlap, count=count))
             for d in docs

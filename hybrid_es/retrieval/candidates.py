@@ -24,7 +24,7 @@ def fuse_legs(
     dense_hits: list[dict[str, Any]],
     native: dict[str, Any] | None,
     *,
-    alpha: float,
+    alpha: fusion_mod.Alpha,
     rank_constant: int,
     window: int,
 ) -> list[Candidate]:
@@ -70,6 +70,17 @@ def fuse_legs(
         )
         for doc, score, r in pairs
     ]
+
+
+def leg_weight(
+    alpha: fusion_mod.Alpha, sparse_hits: list[dict[str, Any]], dense_hits: list[dict[str, Any]]
+) -> float:
+    """The dense weight linear fusion gives this query's legs (``fusion.dense_weight``)."""
+    return fusion_mod.dense_weight(
+        alpha,
+        {h["_id"]: lucene_score(h) for h in sparse_hits},
+        {h["_id"]: lucene_score(h) for h in dense_hits},
+    )
 
 
 def lucene_score(hit: dict[str, Any]) -> float:

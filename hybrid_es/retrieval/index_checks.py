@@ -20,6 +20,7 @@ from hybrid_es.metadata_fields import FilterableField, fields_from_mapping
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
 from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.filters import filter_summary
 
 
@@ -28,6 +29,8 @@ class IndexChecks:
 
     def __init__(self) -> None:
         self.model_checked: set[str] = set()
+        self.model_of: dict[str, str | None] = {}
+        """Per checked index, the model its mapping or a chunk records (None: none recorded)."""
         self.mapped_filters: dict[str, list[tuple[str, Any]]] = {}
         """Per index, the ``meta_filter`` mapping of each index behind it, where readable."""
 
@@ -37,37 +40,52 @@ class IndexChecks:
         door: ChunksDoor,
         index: str,
         principal: Principal,
-        embedder: Embedder,
-    ) -> None:
-        """Refuse (ModelError) an index whose vectors came from another model or dimension;
-        AuthenticationError when the cluster refuses both the mapping and a chunk."""
+        embedders: Embedders,
+    ) -> Embedder:
+        """The embedder of ``index``: the one its mapping (or, for a caller who may not read
+        mappings, a chunk) records. A fixed embedder is refused (ModelError) for an index whose
+        vectors came from another model or dimension; ``auto`` takes the recorded model
+        (``embedder_choice``). AuthenticationError when the cluster refuses both the mapping and
+        a chunk. An index that records no model yet (nothing written) is read again next time."""
         if index in self.model_checked:
-            return
+            return embedders.recorded(index, self.model_of.get(index))
         try:
             mappings = client.get_mapping(index)
         except EngineError as exc:
             if exc.status == 403:
-                if self._check_model_on_a_chunk(door, index, principal, embedder):
-                    self.model_checked.add(index)
-                return
+                return self._model_on_a_chunk(door, index, principal, embedders)
             raise
         self.mapped_filters[index] = meta_filters(mappings)
-        for name, mapping in mappings.items():
-            meta = mapping.get("_meta", {})
-            model, dims = meta.get("embedding_model"), meta.get("embedding_dims")
+        metas = {name: m.get("_meta", {}) for name, m in mappings.items()}
+        models = sorted(
+            {str(m["embedding_model"]) for m in metas.values() if m.get("embedding_model")}
+        )
+        if len(models) > 1 and embedders.auto:
+            raise ModelError(
+                f"the indices behind {index} were built with different models "
+                f"({', '.join(models)})",
+                hint="search each index alone, or re-ingest them with one HYBRID_ES_EMBEDDER",
+            )
+        embedder = embedders.recorded(index, models[0] if models else None)
+        for name, meta in metas.items():
+            dims = meta.get("embedding_dims")
             if dims is not None and int(dims) != embedder.dims:
                 raise ModelError(
                     f"index {name} holds {dims}-dimensional vectors but the embedder "
                     f"{embedder.model_id} makes {embedder.dims}",
                     hint="use the embedder the index was built with, or re-ingest",
                 )
-            check_model_id(name, model, embedder)
-        self.model_checked.add(index)
+            check_model_id(name, meta.get("embedding_model"), embedder)
+        if models or not embedders.auto:
+            self.model_of[index] = models[0] if models else None
+            self.model_checked.add(index)
+        return embedder
 
-    def _check_model_on_a_chunk(
-        self, door: ChunksDoor, index: str, principal: Principal, embedder: Embedder
-    ) -> bool:
-        """Check the model stored on one chunk the caller may read; False when there is none."""
+    def _model_on_a_chunk(
+        self, door: ChunksDoor, index: str, principal: Principal, embedders: Embedders
+    ) -> Embedder:
+        """The embedder of the model stored on one chunk the caller may read, checked; the
+        default (and checked again next time) when the caller may read none."""
         try:
             resp = door.search(
                 index,
@@ -83,9 +101,14 @@ class IndexChecks:
                 status=exc.status,
             ) from exc
         hits = resp["hits"]["hits"]
-        for h in hits:
-            check_model_id(index, h.get("_source", {}).get("embedding_model"), embedder)
-        return bool(hits)
+        if not hits:
+            return embedders.default
+        model = hits[0].get("_source", {}).get("embedding_model")
+        embedder = embedders.recorded(index, model)
+        check_model_id(index, model, embedder)
+        self.model_of[index] = model
+        self.model_checked.add(index)
+        return embedder
 
     def check_filter_mapped(
         self,

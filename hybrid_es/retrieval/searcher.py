@@ -38,6 +38,7 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import (
     BadQueryError,
     CapabilityMissingError,
+    ConfigurationError,
     HybridEsError,
     SearchTimeoutError,
     UnknownTenantError,
@@ -60,7 +61,7 @@ from hybrid_es.retrieval import effects
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
-from hybrid_es.retrieval.candidates import fuse_legs, local_id
+from hybrid_es.retrieval.candidates import fuse_legs, leg_weight, local_id
 from hybrid_es.retrieval.dialects import (
     Dialect,
     dialect_for,
@@ -70,6 +71,7 @@ from hybrid_es.retrieval.dialects import (
 from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
 from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded, needs_loading
+from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.filters import translate_filter
 from hybrid_es.retrieval.index_checks import IndexChecks
 from hybrid_es.retrieval.policy import policy_filter
@@ -124,7 +126,7 @@ class HybridSearcher:
     def __init__(
         self,
         client: Engine | Any,
-        embedder: Embedder,
+        embedder: Embedder | Embedders,
         *,
         index: str | None = None,
         layout: IndexLayout | None = None,
@@ -136,7 +138,7 @@ class HybridSearcher:
         corpus_state_index: str | None = None,
         pipeline: Pipeline = "hybrid",
         fusion_method: FusionMethod = fusion_mod.DEFAULT_METHOD,
-        alpha: float = fusion_mod.DEFAULT_ALPHA,
+        alpha: fusion_mod.Alpha = fusion_mod.DEFAULT_ALPHA,
         hash_key: bytes = PROCESS_KEY,
         on_response: OnResponse | None = None,
         on_error: OnError | None = None,
@@ -147,7 +149,9 @@ class HybridSearcher:
         self.client = as_engine(client, url=url)
         self.filterable_fields = parse_filterable_fields(filterable_fields)
         self.dialect: Dialect = dialect_for(self.client.flavor)
-        self.embedder = embedder
+        self.embedders = Embedders.of(embedder)
+        """The embedder of each chunks index (one fixed model, or ``auto``: the model each index
+        records; ``retrieval.embedder_choice``)."""
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.client.guard(self.layout.chunks)
         self.reranker = reranker
@@ -165,19 +169,24 @@ class HybridSearcher:
         self.on_response = on_response
         self.on_error = on_error
         self.query_cache = QueryVectorCache(query_cache_size)
-        self.query_batcher = QueryBatcher(
-            lambda texts: self.embedder.embed_queries(texts), max_batch=embed_batch
-        )
+        self.embed_batch = embed_batch
+        self._batchers: dict[str, QueryBatcher] = {}
         self.checks = IndexChecks()
         """What is checked of each chunks index once (its model, its filterable fields)."""
         self._known_tenants: set[str] = set()
-        if not 0.0 <= alpha <= 1.0:
-            raise BadQueryError(
-                f"alpha (the dense weight of linear fusion) must be in [0, 1]: {alpha}"
+        try:
+            self.alpha = fusion_mod.check_alpha(alpha)
+        except ValueError as exc:
+            raise BadQueryError(f"the dense weight of linear fusion: {exc}") from None
+        if fusion == "native" and fusion_method == "linear" and self.alpha == fusion_mod.SPREAD:
+            raise ConfigurationError(
+                "native linear fusion takes a fixed dense weight, and the spread weight is "
+                "chosen per query from the legs' scores (client-side)",
+                hint="set a number as the weight (HYBRID_ES_FUSION_ALPHA=0.4, the best fixed "
+                "one) to fuse natively, or use fusion 'auto'",
             )
         self.pipeline = pipeline
         self.fusion_method = fusion_method
-        self.alpha = alpha
         self.corpus_state = CorpusState(
             self.client, corpus_state_index or self.layout.corpus_state, url=url
         )
@@ -251,6 +260,14 @@ class HybridSearcher:
         native_path: FusionPath = "native-rrf" if method == "rrf" else "native-linear"
         if self.fusion == "client":
             return client_path, f"client-side {what} requested"
+        if method == "linear" and self.alpha == fusion_mod.SPREAD:
+            # The weight is read from the legs' scores, which the engine's fusion cannot wait
+            # for: spread fuses client-side on every engine (an explicit native is refused when
+            # the searcher is made).
+            return client_path, (
+                "min-max linear fusion with a per-query dense weight (spread, from the legs' "
+                "scores) runs client-side"
+            )
         native = self.native_available(method)
         why_not = self._native[method][1]
         if self.fusion == "native":
@@ -269,12 +286,34 @@ class HybridSearcher:
             f"auto: the cluster cannot run {what} natively ({why}), fused client-side",
         )
 
-    def check_model(self, principal: Principal) -> None:
-        """Refuse to search an index whose vectors came from another model or dimension
-        (``retrieval.index_checks``): ModelError on a mismatch, AuthenticationError when the
-        cluster refuses both the mapping and a chunk."""
-        self.checks.check_model(
-            self.client, self.door, self.index_for(principal), principal, self.embedder
+    @property
+    def embedder(self) -> Embedder:
+        """The fixed embedder, or (``auto``) the one an index that records no model gets."""
+        return self.embedders.default
+
+    def embedder_for(self, index: str) -> Embedder:
+        """The embedder of ``index`` as its last check found it (:meth:`check_model`)."""
+        return self.embedders.recorded(index, self.checks.model_of.get(index))
+
+    def query_batcher_for(self, embedder: Embedder) -> QueryBatcher:
+        """The query batcher of ``embedder`` (one per model: a batch is one model call)."""
+        batcher = self._batchers.get(embedder.model_id)
+        if batcher is None:
+            batcher = QueryBatcher(embedder.embed_queries, max_batch=self.embed_batch)
+            self._batchers[embedder.model_id] = batcher
+        return batcher
+
+    @property
+    def query_batcher(self) -> QueryBatcher:
+        """The default embedder's query batcher."""
+        return self.query_batcher_for(self.embedder)
+
+    def check_model(self, principal: Principal) -> Embedder:
+        """The embedder of the caller's index; refuses to search an index whose vectors came
+        from another model or dimension (``retrieval.index_checks``): ModelError on a mismatch,
+        AuthenticationError when the cluster refuses both the mapping and a chunk."""
+        return self.checks.check_model(
+            self.client, self.door, self.index_for(principal), principal, self.embedders
         )
 
     @property
@@ -289,7 +328,8 @@ class HybridSearcher:
         took: dict[str, float] = {}
         if self.pipeline != "bm25":
             t = time.perf_counter()
-            self.embedder.embed_queries(["warm-up"])
+            for embedder in self.embedders.loaded() or [self.embedder]:
+                embedder.embed_queries(["warm-up"])
             took["embed"] = ms_since(t)
         if rerank and self.reranker is not None:
             t = time.perf_counter()
@@ -578,24 +618,27 @@ class HybridSearcher:
     def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
         """:meth:`retrieve` as a generator of effects."""
         path, reason = self._path()
+        embedder = self.embedder_for(req.index)
         if path not in ("bm25-only", "dense-only"):
-            covered, script = covers(self.embedder, req.text)
+            covered, script = covers(embedder, req.text)
             if not covered:
                 path, reason = (
                     "bm25-only",
                     (
-                        f"the embedder {self.embedder.model_id} was not trained on {script} text: "
+                        f"the embedder {embedder.model_id} was not trained on {script} text: "
                         "the BM25 leg alone answers"
                     ),
                 )
         vector = None
         if path != "bm25-only":
-            if needs_loading(self.embedder):  # a first load is timed apart from embed
-                loaded = yield Compute(lambda: ensure_loaded(self.embedder))
+            if needs_loading(embedder):  # a first load is timed apart from embed
+                loaded = yield Compute(lambda: ensure_loaded(embedder))
                 timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
             t = time.perf_counter()
             with telemetry.span("hybrid_es.embed"):
-                vector = yield Compute(lambda: self.query_vector(req.principal.tenant, req.text))
+                vector = yield Compute(
+                    lambda: self.query_vector(req.principal.tenant, req.text, embedder)
+                )
             timings["embed"] = ms_since(t)
         try:
             retrieved = yield from self._retrieve(path, reason, vector, req, timings)
@@ -606,7 +649,8 @@ class HybridSearcher:
             fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
             reason = "auto: native fusion refused at query time, fused client-side"
             retrieved = yield from self._retrieve(fallback, reason, vector, req, timings)
-        retrieved.truncated = self.truncated(req.text, path)
+        retrieved.truncated = self.truncated(req.text, path, embedder)
+        retrieved.embedder = embedder.model_id if vector is not None else None
         return retrieved
 
     def head_size(self, req: SearchRequest) -> int:
@@ -656,14 +700,16 @@ class HybridSearcher:
             kept.append(c)
         return kept
 
-    def truncated(self, text: str, path: FusionPath) -> tuple[str, ...]:
+    def truncated(
+        self, text: str, path: FusionPath, embedder: Embedder | None = None
+    ) -> tuple[str, ...]:
         """The legs of ``path`` that read only the start of the cleaned query ``text``:
         ``sparse`` past ``params.max_query_terms`` terms (``queries.sparse_query``), ``dense``
         past the embedder's token window (where the embedder says so: its ``truncates``)."""
         legs: list[str] = []
         if path != "dense-only" and cap_terms(text, self.params.max_query_terms)[1]:
             legs.append("sparse")
-        truncates = getattr(self.embedder, "truncates", None)
+        truncates = getattr(embedder or self.embedder, "truncates", None)
         if path != "bm25-only" and callable(truncates) and truncates(text):
             legs.append("dense")
         return tuple(legs)
@@ -687,7 +733,7 @@ class HybridSearcher:
                 req.policy,
                 self.params,
                 method,  # type: ignore[arg-type]
-                self.alpha,
+                fusion_mod.fixed_alpha(self.alpha),
                 self.client.rrf_rank_constant_at or "parameters",
             )
             if self._dls_suggest:
@@ -697,13 +743,14 @@ class HybridSearcher:
                 body["_source"] = {"excludes": list(SOURCE_EXCLUDES)}
         return legs, native
 
-    def query_vector(self, tenant: str, text: str) -> list[float]:
-        """The embedding of the cleaned query ``text``, from the query vector cache when this
-        tenant asked it of this model before."""
-        key = QueryVectorCache.key(tenant, self.embedder.model_id, text)
+    def query_vector(self, tenant: str, text: str, embedder: Embedder | None = None) -> list[float]:
+        """The embedding of the cleaned query ``text`` by ``embedder`` (default: the default
+        embedder), from the query vector cache when this tenant asked it of that model before."""
+        embedder = embedder or self.embedder
+        key = QueryVectorCache.key(tenant, embedder.model_id, text)
         vector = self.query_cache.get(key)
         if vector is None:
-            vector = [float(x) for x in self.query_batcher.embed(text)]
+            vector = [float(x) for x in self.query_batcher_for(embedder).embed(text)]
             self.query_cache.put(key, vector)
         return vector
 
@@ -793,7 +840,17 @@ class HybridSearcher:
             candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
             sp.set(candidates=len(candidates))
         timings["fusion"] = ms_since(t)
-        return Retrieved(path, reason, candidates, {"sparse": (), "dense": (), **leg_ids}, digest)
+        weight = (
+            leg_weight(self.alpha, sparse_hits, dense_hits) if path.endswith("linear") else None
+        )
+        return Retrieved(
+            path,
+            reason,
+            candidates,
+            {"sparse": (), "dense": (), **leg_ids},
+            digest,
+            dense_weight=weight,
+        )
 
     def _fuse(
         self,

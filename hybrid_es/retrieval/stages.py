@@ -79,6 +79,10 @@ class Retrieved:
     legs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     digest: str = ""
     truncated: tuple[str, ...] = ()
+    dense_weight: float | None = None
+    """The dense leg's weight in linear fusion for this query (None: RRF or one leg)."""
+    embedder: str | None = None
+    """The model that embedded the query (None: no dense leg ran)."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,8 @@ def assemble(
         request_digest=retrieved.digest,
         trace_id=req.trace_id,
         truncated=retrieved.truncated,
+        dense_weight=retrieved.dense_weight,
+        embedder=retrieved.embedder,
     )
 
 

@@ -26,7 +26,8 @@ from typing import Any
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.hashing import PROCESS_KEY
 from hybrid_es.models import Principal, SearchResponse
-from hybrid_es.retrieval.embedder import Embedder, make_embedder
+from hybrid_es.retrieval.embedder import Embedder
+from hybrid_es.retrieval.embedder_choice import Embedders, make_embedders
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.reranker import CrossEncoderReranker, Reranker
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -136,7 +137,7 @@ def trace_stats(searcher: HybridSearcher) -> TraceWriterStats | None:
 def traced_searcher(
     settings: Settings | None = None,
     *,
-    embedder: Embedder | str | None = None,
+    embedder: Embedder | Embedders | str | None = None,
     client: Engine | Any = None,
     reranker: Reranker | None = _FROM_SETTINGS,
     traces: bool | None = None,
@@ -147,7 +148,8 @@ def traced_searcher(
     """A :class:`HybridSearcher` configured by ``settings`` (default: from the environment),
     tracing every search when ``traces`` (default ``settings.traces``, ``HYBRID_ES_TRACES``).
 
-    ``embedder``: an embedder, or a name for ``make_embedder`` (default ``HYBRID_ES_EMBEDDER``);
+    ``embedder``: an embedder (or a set), or a name for ``make_embedders`` (default
+    ``HYBRID_ES_EMBEDDER``: ``auto``, each index's own);
     ``client``: an engine or client (default ``connect(settings)``); ``reranker``: default the
     cross-encoder ``HYBRID_ES_RERANKER_MODEL`` names (None: no reranker); ``tracer``: a shared
     tracer to use instead of a writer of the searcher's own; ``overrides``: any other
@@ -156,7 +158,7 @@ def traced_searcher(
     s = settings if settings is not None else Settings()
     engine = client if client is not None else connect(s)
     if embedder is None or isinstance(embedder, str):
-        embedder = make_embedder(embedder or s.embedder, query_threads=s.embed_threads)
+        embedder = make_embedders(embedder or s.embedder, query_threads=s.embed_threads)
     if reranker is _FROM_SETTINGS:
         reranker = (
             CrossEncoderReranker(

@@ -19,6 +19,7 @@ from hybrid_es.errors import HybridEsError, PolicyViolationError
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.dialects import dialect_for
 from hybrid_es.retrieval.door import control_reads
+from hybrid_es.retrieval.fusion import FIXED_ALPHA
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import FusionMethod, HybridSearcher
@@ -102,6 +103,7 @@ def _check(engine: Engine, scratch: Scratch) -> Check:
             index=scratch.index,
             corpus_state_index=scratch.layout.corpus_state,
             fusion_method=method,
+            alpha=FIXED_ALPHA,  # a fixed weight, so that a native linear body is sent and checked
         ).search(PHRASE, caller, RequestScope(), rerank=False, now=scratch.now)
     dialect = dialect_for(engine.flavor)
     problems: list[str] = []

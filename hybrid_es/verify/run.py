@@ -19,6 +19,7 @@ import time
 from hybrid_es.cluster.capabilities import Capabilities, probe
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import AuthenticationError, HybridEsError
+from hybrid_es.retrieval.fusion import fixed_alpha
 from hybrid_es.settings import Settings
 from hybrid_es.verify.analysis import check_analysis
 from hybrid_es.verify.compare import TOLERANCE
@@ -88,8 +89,9 @@ def _checks(
     ``reader``: the scratch credential, or the outcome of item 4 when it could not be made."""
     dls = reader if isinstance(reader, Check) else check_dls(scratch, reader, why_not(caps))
     return [
-        check_fusion(engine, "rrf", scratch, alpha=settings.fusion_alpha),
-        check_fusion(engine, "linear", scratch, alpha=settings.fusion_alpha),
+        # Native fusion takes a fixed weight: the spread default is compared at 0.4.
+        check_fusion(engine, "rrf", scratch, alpha=fixed_alpha(settings.fusion_alpha)),
+        check_fusion(engine, "linear", scratch, alpha=fixed_alpha(settings.fusion_alpha)),
         check_policy(engine, scratch),
         dls,
         check_analysis(engine, settings, caps, scratch),

@@ -184,7 +184,10 @@ def test_capability_report_for_the_opensearch_zip(caps):
         pytest.skip(f"not the 2.19 zip (plugins {caps.plugins}); the exact report differs")
     assert caps.flavor == "opensearch"
     assert caps.native_rrf and caps.linear_retriever
-    assert caps.fusion_path == "native-linear (hybrid query)"  # the default fusion, min-max
+    # The default fusion (min-max, weight per query) runs client-side; a fixed weight natively.
+    assert caps.fusion_path == "client-linear (msearch; dense weight per query: spread)"
+    fixed = caps.model_copy(update={"fusion_alpha": 0.4})
+    assert fixed.fusion_path == "native-linear (hybrid query)"
     assert caps.path_for("rrf") == "native-rrf (hybrid query)"
     # analysis-common ships with OpenSearch: english and cjk, so the "full" profile.
     assert caps.analyzers == ("standard", "simple", "whitespace", "english", "cjk")

@@ -107,9 +107,10 @@ def test_cli_capabilities_json_carries_the_same():
     assert {a["command"] for a in report["privileges"]} >= {"bootstrap", "search"}
 
 
+@pytest.mark.parametrize("alpha", ["spread", 0.4])
 @pytest.mark.parametrize("method", ["linear", "rrf"])
 @pytest.mark.parametrize("fusion", ["auto", "client"])
-def test_the_report_states_the_path_searches_take(es, fresh_indices, method, fusion):
+def test_the_report_states_the_path_searches_take(es, fresh_indices, method, fusion, alpha):
     """Issue 25: the report said ``client-rrf`` while every search ran ``client-linear`` (the
     default fusion). It now states the path of the configured fusion, and it is the path a
     search with that configuration takes on this engine."""
@@ -130,7 +131,7 @@ def test_the_report_states_the_path_searches_take(es, fresh_indices, method, fus
         travel_documents(),
         now=now,
     )
-    caps = probe(es, fusion=fusion, fusion_method=method)
+    caps = probe(es, fusion=fusion, fusion_method=method, fusion_alpha=alpha)
     searcher = HybridSearcher(
         es,
         embedder,
@@ -138,6 +139,7 @@ def test_the_report_states_the_path_searches_take(es, fresh_indices, method, fus
         corpus_state_index=fresh_indices["corpus_state"],
         fusion=fusion,
         fusion_method=method,
+        alpha=alpha,
     )
     agent = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
     stay = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))

@@ -215,8 +215,8 @@ def test_filters_narrow_to_the_matching_records_in_the_callers_scope(es, travel)
 def test_native_and_client_fusion_agree_with_a_filter(es, travel):
     for method in ("rrf", "linear"):
         _require_native(es, method)
-        native = searcher(es, travel, fusion="native", fusion_method=method)
-        client = searcher(es, travel, fusion="client", fusion_method=method)
+        native = searcher(es, travel, fusion="native", fusion_method=method, alpha=0.4)
+        client = searcher(es, travel, fusion="client", fusion_method=method, alpha=0.4)
         for filters in CASES:
             kw = {"now": NOW, "rerank": False, "top_k": 50, "filters": filters}
             a = native.search(QUERY, AGENT, SCOPE, **kw)

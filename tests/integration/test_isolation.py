@@ -117,7 +117,8 @@ CLIENT_PATHS = {
 """The client-side fusion paths: every engine runs them."""
 NATIVE_PATHS = {
     "native-rrf": {"fusion": "native", "fusion_method": "rrf"},
-    "native-linear": {"fusion": "native", "fusion_method": "linear"},
+    # Native linear fusion takes a fixed weight (the spread default fuses client-side).
+    "native-linear": {"fusion": "native", "fusion_method": "linear", "alpha": 0.4},
 }
 """The native fusion paths: they join where the engine runs them (OpenSearch's ``hybrid`` query:
 both; an Elasticsearch node with the ``rrf`` retriever: native-rrf); an engine that cannot is

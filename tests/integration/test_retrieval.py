@@ -308,8 +308,9 @@ def test_native_and_client_fusion_agree(es, embedder, fresh_indices, caps):
     if not caps.native_rrf:
         pytest.skip("missing capability: native rrf retriever (rank-rrf module or licence)")
     _ingest(es, embedder, fresh_indices, travel_documents())
-    native = _searcher(es, embedder, fresh_indices, fusion="native")
-    client = _searcher(es, embedder, fresh_indices, fusion="client")
+    # A fixed weight: native fusion takes one (the spread default is client-side).
+    native = _searcher(es, embedder, fresh_indices, fusion="native", alpha=0.4)
+    client = _searcher(es, embedder, fresh_indices, fusion="client", alpha=0.4)
     a = native.search(QUERY, AGENT, STAY, now=NOW, rerank=False, top_k=20)
     b = client.search(QUERY, AGENT, STAY, now=NOW, rerank=False, top_k=20)
     assert [h.chunk_id for h in a.hits] == [h.chunk_id for h in b.hits]
@@ -421,19 +422,27 @@ def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indice
     [
         ("bm25", "rrf", "bm25-only"),
         ("dense", "rrf", "dense-only"),
-        ("hybrid", "linear", "auto-linear"),
+        ("hybrid", "linear", "client-linear"),  # the default weight (spread): client-side
+        ("hybrid", "linear", "auto-fixed"),
     ],
 )
 def test_evaluation_pipelines_keep_the_filter_and_report_their_path(
     es, embedder, fresh_indices, pipeline, method, path
 ):
-    if path == "auto-linear":  # fusion="auto" runs min-max linear natively where the engine can
-        native = native_fusion_works(es, "linear")[0]
-        path = "native-linear" if native else "client-linear"
+    kw: dict[str, Any] = {}
+    if path == "auto-fixed":  # a fixed weight runs natively where the engine can
+        kw["alpha"] = 0.4
+        path = "native-linear" if native_fusion_works(es, "linear")[0] else "client-linear"
     _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
-    s = _searcher(es, embedder, fresh_indices, pipeline=pipeline, fusion_method=method)
+    s = _searcher(es, embedder, fresh_indices, pipeline=pipeline, fusion_method=method, **kw)
     resp = s.search(QUERY, AGENT, STAY, now=NOW)
     assert resp.fusion_path == path
+    if method == "linear":
+        weight = resp.dense_weight
+        assert weight is not None and 0.0 <= weight <= 1.0
+        assert weight == 0.4 if kw else weight != 0.4, weight
+    else:
+        assert resp.dense_weight is None
     docs = [h.doc_id for h in resp.hits]
     assert docs[0] == "D1-current-contract" and not set(docs) & set(FORBIDDEN)
     if pipeline == "bm25":

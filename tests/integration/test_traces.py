@@ -565,15 +565,14 @@ def test_every_lens_panel_runs_on_real_traces(  # type: ignore[no-untyped-def]
 
     writer = TraceWriter(es, trace_index, flush_interval=0.05)
     tracer = search_hook(writer)
-    auto = _searcher(es, embedder, corpus, on_response=tracer)
-    fallback = _searcher(es, embedder, corpus, on_response=tracer, native_rrf=False)
-    client = _searcher(es, embedder, corpus, on_response=tracer, fusion="client")
+    # A fixed weight, so that fusion=auto tries the engine's own fusion (the spread default is
+    # client-side by design, never a fallback) and the fallback panel has something to count.
+    fixed = {"on_response": tracer, "alpha": 0.4}
+    auto = _searcher(es, embedder, corpus, **fixed)
+    fallback = _searcher(es, embedder, corpus, native_rrf=False, **fixed)
+    client = _searcher(es, embedder, corpus, fusion="client", **fixed)
     reranking = _searcher(
-        es,
-        embedder,
-        corpus,
-        on_response=tracer,
-        reranker=CrossEncoderReranker(tiny_cross_encoder),
+        es, embedder, corpus, reranker=CrossEncoderReranker(tiny_cross_encoder), **fixed
     )
     auto.search(QUERY, AGENT, STAY, now=NOW)
     auto.search(QUERY, OTHER, now=NOW)  # a second tenant

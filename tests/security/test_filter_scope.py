@@ -69,7 +69,10 @@ def world(request, es, bootstrapped) -> Iterator[World]:  # type: ignore[no-unty
         es.put_mapping(index, {"properties": {"meta_filter": filter_mapping(FIELDS)}})
     ingest_as_owners(w.ingestor, _documents(), now=NOW)
     # fusion "auto": native on a cluster that runs it (OpenSearch), so its bodies are tried too.
-    w.searcher = HybridSearcher(es, HashEmbedder(), layout=w.layout, filterable_fields=FIELDS)
+    # A fixed weight: OpenSearch then fuses in its hybrid query, whose bodies the test reads.
+    w.searcher = HybridSearcher(
+        es, HashEmbedder(), layout=w.layout, filterable_fields=FIELDS, alpha=0.4
+    )
     try:
         yield w
     finally:

@@ -10,11 +10,18 @@ from hypothesis import strategies as st
 
 from hybrid_es.retrieval.fusion import (
     DEFAULT_RANK_CONSTANT,
+    FIXED_ALPHA,
+    MIN_SPREAD_HITS,
+    SPREAD,
     Fused,
+    check_alpha,
+    fixed_alpha,
     hybrid_linear,
     linear,
     minmax,
     rrf,
+    spread_alpha,
+    top_margin,
 )
 
 D1, D2, D4 = "D1-current-contract", "D2-accessibility-note", "D4-generic-brochure"
@@ -224,11 +231,45 @@ def test_hybrid_linear_weights_dense_by_alpha():
     assert fused["b"] == pytest.approx(0.7 * 1.0 + (1 - 0.7) * 0.001)
 
 
-def test_hybrid_linear_default_alpha_is_0_4():
+def test_hybrid_linear_default_is_the_per_query_spread_weight():
+    # Two-document legs are too short to read a spread from: the fixed weight.
     sparse = {"a": 2.0, "b": 1.0}
     dense = {"a": 0.1, "b": 0.3}
-    assert hybrid_linear(sparse, dense) == hybrid_linear(sparse, dense, alpha=0.4)
-    assert hybrid_linear(sparse, dense) == linear([sparse, dense], [1 - 0.4, 0.4])
+    assert hybrid_linear(sparse, dense) == hybrid_linear(sparse, dense, alpha=FIXED_ALPHA)
+    # BM25's top stands out, the dense leg is flat: the weight leans to BM25.
+    sparse = {"a": 12.0, "b": 3.0, "c": 2.5, "d": 2.0, "e": 1.5}
+    dense = {"a": 0.50, "b": 0.52, "c": 0.51, "d": 0.49, "e": 0.50}
+    w = spread_alpha(sparse.values(), dense.values())
+    assert w == pytest.approx(
+        top_margin(list(dense.values()))
+        / (top_margin(list(sparse.values())) + top_margin(list(dense.values())))
+    )
+    assert w < 0.5
+    assert hybrid_linear(sparse, dense) == linear([sparse, dense], [1 - w, w])
+    assert hybrid_linear(sparse, dense) == hybrid_linear(sparse, dense, alpha=SPREAD)
+
+
+def test_spread_weight_of_a_short_or_flat_leg():
+    # A leg of fewer than two hits has no spread: the fixed weight. One BM25 hit is a strong
+    # answer (a rare exact term), which a margin of 0 would have silenced.
+    assert spread_alpha([3.0, 1.0], []) == FIXED_ALPHA
+    assert spread_alpha([7.5], [0.9, 0.8, 0.1]) == FIXED_ALPHA
+    assert spread_alpha([], [0.9, 0.1]) == FIXED_ALPHA
+    flat = [1.0] * MIN_SPREAD_HITS
+    assert spread_alpha(flat, [0.5] * MIN_SPREAD_HITS) == 0.5  # neither stands out
+    only = hybrid_linear({"vpn": 7.5}, {"passwords": 0.62, "vpn": 0.55})
+    assert [f.doc_id for f in only] == ["vpn", "passwords"]
+    # Two 2-hit legs in opposite orders: margins of 1.0 each would tie them at 0.5.
+    two = hybrid_linear({"vpn": 1.07, "pw": 1.00}, {"pw": 0.61, "vpn": 0.60})
+    assert [f.doc_id for f in two] == ["vpn", "pw"] and two[0].score > two[1].score
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, "0.4", "spreads", None, True, float("nan")])
+def test_alpha_is_a_weight_in_0_1_or_spread(bad):
+    with pytest.raises(ValueError, match="alpha"):
+        check_alpha(bad)
+    assert check_alpha(SPREAD) == SPREAD and check_alpha(1) == 1.0
+    assert fixed_alpha(SPREAD) == FIXED_ALPHA == 0.4 and fixed_alpha(0.7) == 0.7
 
 
 @pytest.mark.parametrize(("alpha", "expected"), [(0.0, ["a", "b"]), (1.0, ["b", "a"])])

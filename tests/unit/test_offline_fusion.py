@@ -8,9 +8,13 @@ import math
 import pytest
 
 from hybrid_es.evaluation import offline_fusion as O
+from hybrid_es.retrieval import fusion as F
 
 SPARSE = [("c1", "d1", 12.0), ("c3", "d2", 3.0), ("c2", "d1", 2.0), ("c4", "d3", 1.0)]
 DENSE = [("c3", "d2", 0.80), ("c4", "d3", 0.79), ("c1", "d1", 0.78)]
+# Legs long enough for the spread rule (fusion.MIN_SPREAD_HITS).
+LONG_SPARSE = [*SPARSE, ("c5", "d4", 0.5)]
+LONG_DENSE = [*DENSE, ("c5", "d4", 0.70), ("c2", "d1", 0.69)]
 
 
 def _sd(xs: list[float]) -> float:
@@ -20,28 +24,28 @@ def _sd(xs: list[float]) -> float:
 
 def test_top_margin_is_the_best_score_in_standard_deviations() -> None:
     xs = [12.0, 3.0, 2.0, 1.0]
-    assert O.top_margin(xs) == pytest.approx((12.0 - 4.5) / _sd(xs))
-    assert O.top_margin([5.0, 5.0]) == 0.0
-    assert O.top_margin([5.0]) == 0.0
-    assert O.top_margin([]) == 0.0
+    assert F.top_margin(xs) == pytest.approx((12.0 - 4.5) / _sd(xs))
+    assert F.top_margin([5.0, 5.0]) == 0.0
+    assert F.top_margin([5.0]) == 0.0
+    assert F.top_margin([]) == 0.0
     # scale-free: a leg multiplied by 100 stands out as much
-    assert O.top_margin([1200.0, 300.0, 200.0, 100.0]) == pytest.approx(O.top_margin(xs))
+    assert F.top_margin([1200.0, 300.0, 200.0, 100.0]) == pytest.approx(F.top_margin(xs))
 
 
 def test_spread_alpha_leans_to_the_leg_whose_top_stands_out() -> None:
-    ms = O.top_margin([s for _, _, s in SPARSE])
-    md = O.top_margin([s for _, _, s in DENSE])
-    assert O.spread_alpha(SPARSE, DENSE) == pytest.approx(md / (ms + md))
-    assert O.spread_alpha(SPARSE, DENSE) < 0.5  # BM25's top hit stands out here
-    assert O.spread_alpha([], []) == 0.5
-    assert O.spread_alpha(SPARSE, []) == 0.0
+    ms = F.top_margin([s for _, _, s in LONG_SPARSE])
+    md = F.top_margin([s for _, _, s in LONG_DENSE])
+    assert O.spread_alpha(LONG_SPARSE, LONG_DENSE) == pytest.approx(md / (ms + md))
+    assert O.spread_alpha(LONG_SPARSE, LONG_DENSE) < 0.5  # BM25's top hit stands out here
+    assert O.spread_alpha([], []) == F.FIXED_ALPHA  # no spread to read in a short leg
+    assert O.spread_alpha(SPARSE, []) == F.FIXED_ALPHA
 
 
 def test_spread_weighted_follows_the_confident_leg() -> None:
     # BM25's top (c1) stands far above its list, so it stays first, where RRF puts c3 (ranks 2
     # and 1: 1 / 62 + 1 / 61 beats c1's 1 / 61 + 1 / 63) first.
-    assert O.spread_weighted()(SPARSE, DENSE)[0] == "c1"
-    assert O.rrf(60)(SPARSE, DENSE)[0] == "c3"
+    assert O.spread_weighted()(LONG_SPARSE, LONG_DENSE)[0] == "c1"
+    assert O.rrf(60)(LONG_SPARSE, LONG_DENSE)[0] == "c3"
     assert O.only(1)(SPARSE, DENSE) == ["c3", "c4", "c1"]
 
 

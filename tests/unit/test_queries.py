@@ -21,7 +21,7 @@ import pytest
 from hybrid_es.errors import BadQueryError, PolicyViolationError
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.dialects import OpenSearchDialect, assert_policy_opensearch
-from hybrid_es.retrieval.fusion import DEFAULT_ALPHA
+from hybrid_es.retrieval.fusion import FIXED_ALPHA
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
     ID_BOOST,
@@ -67,10 +67,10 @@ def build_golden() -> dict[str, object]:
         # OpenSearch's native fusion: the hybrid query, fused by the inline search pipeline
         # (2.19 reads the rank constant under the processor's parameters).
         "opensearch_hybrid_rrf_kyo_h12.json": opensearch.native(
-            QUERY, VECTOR, POLICY, PARAMS, "rrf", DEFAULT_ALPHA
+            QUERY, VECTOR, POLICY, PARAMS, "rrf", FIXED_ALPHA
         ),
         "opensearch_hybrid_linear_kyo_h12.json": opensearch.native(
-            QUERY, VECTOR, POLICY, PARAMS, "linear", DEFAULT_ALPHA
+            QUERY, VECTOR, POLICY, PARAMS, "linear", FIXED_ALPHA
         ),
     }
 

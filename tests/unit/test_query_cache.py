@@ -148,8 +148,8 @@ def test_the_same_query_of_another_tenant_is_embedded_again() -> None:
 def test_another_model_never_gets_a_cached_vector() -> None:
     s = _searcher(CountingEmbedder("model-a"))
     s.query_vector("t", "q")
-    s.embedder = other = CountingEmbedder("model-b")
-    s.query_vector("t", "q")
+    other = CountingEmbedder("model-b")  # another index's model (HYBRID_ES_EMBEDDER=auto)
+    s.query_vector("t", "q", other)
     assert other.calls == ["q"]
 
 

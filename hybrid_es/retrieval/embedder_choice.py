@@ -1,0 +1,143 @@
+"""Which embedder serves each chunks index: one configured model, or ``auto``.
+
+``auto`` (``HYBRID_ES_EMBEDDER=auto``, the default) chooses per chunks index, once, from the
+scripts of the first documents written to it: the English MiniLM when they are Latin text, the
+multilingual e5 when at least :data:`AUTO_SHARE` of them are in a script MiniLM was not trained on
+(Chinese, Japanese, Korean). The choice is recorded in the index mapping's ``_meta``
+(``embedding_model``, and ``embedding_choice``: why), and from then on the index's own record
+decides: a search embeds its query with the model that built the index it reads, and an ingest
+writes with it. An index never changes model; a configured model that differs from an index's is
+refused with the re-index command, as before.
+
+Why per index and not one multilingual model for everything (docs/evaluation.md, "The default
+embedder"): on Chinese, e5 lifts the default pipeline by +0.0099 nDCG@10 (p 3e-5), where MiniLM
+leaves 1,179 of 1,181 questions to BM25; on English prose MiniLM embeds a query in a third to a
+half of e5's time, and e5 ingests 8x slower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from hybrid_es.errors import ModelError
+from hybrid_es.retrieval.analysis import dominant_script
+from hybrid_es.retrieval.embedder import (
+    DEFAULT_EMBED_THREADS,
+    MINILM_SCRIPTS,
+    Embedder,
+    make_embedder,
+)
+
+AUTO = "auto"
+ENGLISH = "minilm"
+MULTILINGUAL = "e5"
+AUTO_SHARE = 0.1
+"""The share of an index's first documents in a script MiniLM cannot read from which ``auto``
+takes the multilingual model: one in ten. Below it, such documents (and questions in their
+script) are answered by BM25 alone, and each response says so (``fusion_reason``). A judgement,
+not a measurement: it weighs a tenth of the questions losing their dense leg against every
+question paying e5's query time (2-4x MiniLM's)."""
+SAMPLE = 64
+"""Documents whose scripts decide (the first batch of the first ingest)."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The embedder chosen for a new index, and why (stored as ``_meta.embedding_choice``)."""
+
+    embedder: Embedder
+    reason: str
+    name: str
+    """``minilm`` or ``e5`` (auto), or the fixed embedder's model id."""
+
+
+class Embedders:
+    """The embedder of each chunks index: ``fixed`` (one configured model for every index) or,
+    without one, ``auto``. ``make`` builds a named embedder (``minilm``, ``e5``; default
+    :func:`make_embedder`), once per name and only when first asked for."""
+
+    def __init__(
+        self,
+        fixed: Embedder | None = None,
+        *,
+        make: Callable[[str], Embedder] | None = None,
+    ) -> None:
+        self.fixed = fixed
+        self._make = make or make_embedder
+        self._made: dict[str, Embedder] = {}
+
+    @classmethod
+    def of(cls, embedder: Embedder | Embedders) -> Embedders:
+        """``embedder`` itself when it is a set, else the set fixed to it."""
+        return embedder if isinstance(embedder, Embedders) else cls(embedder)
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    @property
+    def name(self) -> str:
+        """``auto``, or the fixed embedder's model id."""
+        return AUTO if self.fixed is None else self.fixed.model_id
+
+    @property
+    def default(self) -> Embedder:
+        """The fixed embedder, or (auto) the English one: what serves an index that records no
+        model yet (an empty one: its searches find nothing whichever model embeds them)."""
+        return self.fixed or self.named(ENGLISH)
+
+    def named(self, name: str) -> Embedder:
+        if name not in self._made:
+            self._made[name] = self._make(name)
+        return self._made[name]
+
+    def loaded(self) -> list[Embedder]:
+        """The embedders made so far (the fixed one, or those auto has needed)."""
+        return [self.fixed] if self.fixed else list(self._made.values())
+
+    def recorded(self, index: str, model_id: str | None) -> Embedder:
+        """The embedder of ``index``, whose mapping records ``model_id`` (None: no model yet).
+        Fixed: the fixed embedder (whether it matches is the index checks' to refuse). Auto:
+        the named embedder with that model id; ModelError for a model auto does not make."""
+        if self.fixed is not None or model_id is None:
+            return self.default
+        for name in (ENGLISH, MULTILINGUAL):
+            if self.named(name).model_id == model_id:
+                return self.named(name)
+        raise ModelError(
+            f"index {index} was built with {model_id}, which HYBRID_ES_EMBEDDER=auto does not "
+            f"choose (it chooses {ENGLISH} or {MULTILINGUAL})",
+            hint=f"set HYBRID_ES_EMBEDDER to that model's name or folder to use {index}",
+        )
+
+    def for_documents(self, texts: Iterable[str]) -> Choice:
+        """The embedder for a new index whose first documents are ``texts`` (the first
+        :data:`SAMPLE`)."""
+        if self.fixed is not None:
+            return Choice(self.fixed, "configured (HYBRID_ES_EMBEDDER)", self.fixed.model_id)
+        sample = [t for t in texts][:SAMPLE]
+        other = sum(1 for t in sample if dominant_script(t) not in MINILM_SCRIPTS)
+        share = other / len(sample) if sample else 0.0
+        if sample and share >= AUTO_SHARE:
+            return Choice(
+                self.named(MULTILINGUAL),
+                f"auto: {other} of the first {len(sample)} documents are in a script "
+                f"{ENGLISH} was not trained on (at least {AUTO_SHARE:.0%}): {MULTILINGUAL}",
+                MULTILINGUAL,
+            )
+        return Choice(
+            self.named(ENGLISH),
+            f"auto: {other} of the first {len(sample)} documents are in a script other than "
+            f"Latin (under {AUTO_SHARE:.0%}): {ENGLISH}",
+            ENGLISH,
+        )
+
+
+def make_embedders(
+    name: str = AUTO, *, query_threads: int | None = DEFAULT_EMBED_THREADS
+) -> Embedders:
+    """``auto`` (chosen per index), or one fixed embedder by name (:func:`make_embedder`)."""
+    if name == AUTO:
+        return Embedders(make=lambda n: make_embedder(n, query_threads=query_threads))
+    return Embedders(make_embedder(name, query_threads=query_threads))
