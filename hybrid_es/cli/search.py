@@ -102,7 +102,8 @@ def search(
     console.print(hits_view(f"{query!r} as {tenant}/{user}", rows, width=console.width))
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
     weight = "" if resp.dense_weight is None else f"; dense weight {resp.dense_weight:.2f}"
-    console.print(safe(f"fusion: {resp.fusion_path} ({resp.fusion_reason}{weight})"))
+    model = "" if resp.embedder is None else f"; query embedded by {resp.embedder}"
+    console.print(safe(f"fusion: {resp.fusion_path} ({resp.fusion_reason}{weight}{model})"))
     console.print(safe(f"rerank: {resp.rerank_note}"))
     if filters:
         from hybrid_es.retrieval.filters import filter_summary

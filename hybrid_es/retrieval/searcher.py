@@ -23,7 +23,6 @@ from __future__ import annotations
 
 # The searcher's I/O stages (prepare, retrieve, the msearch and the fusion of its legs) share
 # the capability and model checks; the pure stages live in stages.py.
-import json
 import logging
 import time
 import uuid
@@ -40,11 +39,9 @@ from hybrid_es.errors import (
     CapabilityMissingError,
     ConfigurationError,
     HybridEsError,
-    SearchTimeoutError,
     UnknownTenantError,
-    from_error_body,
 )
-from hybrid_es.hashing import PROCESS_KEY, keyed_digest
+from hybrid_es.hashing import PROCESS_KEY
 from hybrid_es.metadata_fields import (
     FilterableField,
     parse_filterable_fields,
@@ -61,18 +58,19 @@ from hybrid_es.retrieval import effects
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
+from hybrid_es.retrieval.answers import HybridUnderDls, check_answers, sent_digest
 from hybrid_es.retrieval.candidates import fuse_legs, leg_weight, local_id
 from hybrid_es.retrieval.dialects import (
     Dialect,
     dialect_for,
     dls_suggest,
-    is_hybrid_dls_refusal,
 )
 from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
 from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded, needs_loading
 from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.filters import translate_filter
+from hybrid_es.retrieval.fusion_choice import choose_path, client_side, fallback_kind, per_shard
 from hybrid_es.retrieval.index_checks import IndexChecks
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
@@ -82,6 +80,7 @@ from hybrid_es.retrieval.queries import (
     records_body,
 )
 from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
+from hybrid_es.retrieval.query_vectors import QueryVectors
 from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
     Candidate,
@@ -93,7 +92,7 @@ from hybrid_es.retrieval.stages import (
     ms_since,
     rerank_stage,
 )
-from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
+from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE
 from hybrid_es.tenancy import IndexLayout
 
 FusionMode = Literal["auto", "native", "client"]
@@ -168,9 +167,8 @@ class HybridSearcher:
         self.hash_key = hash_key
         self.on_response = on_response
         self.on_error = on_error
-        self.query_cache = QueryVectorCache(query_cache_size)
-        self.embed_batch = embed_batch
-        self._batchers: dict[str, QueryBatcher] = {}
+        self.vectors = QueryVectors(self.embedders, cache_size=query_cache_size, batch=embed_batch)
+        self.query_cache = self.vectors.cache
         self.checks = IndexChecks()
         """What is checked of each chunks index once (its model, its filterable fields)."""
         self._known_tenants: set[str] = set()
@@ -249,41 +247,12 @@ class HybridSearcher:
     def native_rrf_available(self) -> bool:
         return self.native_available("rrf")
 
+    def _native_probe(self, method: str) -> tuple[bool, str]:
+        return self.native_available(method), self._native[method][1]
+
     def _path(self) -> tuple[FusionPath, str]:
-        if self.pipeline == "bm25":
-            return "bm25-only", "BM25 leg only (evaluation pipeline)"
-        if self.pipeline == "dense":
-            return "dense-only", "kNN leg only (evaluation pipeline)"
-        method = self.fusion_method
-        what = "rrf" if method == "rrf" else f"min-max linear fusion (dense weight {self.alpha})"
-        client_path: FusionPath = "client-rrf" if method == "rrf" else "client-linear"
-        native_path: FusionPath = "native-rrf" if method == "rrf" else "native-linear"
-        if self.fusion == "client":
-            return client_path, f"client-side {what} requested"
-        if method == "linear" and self.alpha == fusion_mod.SPREAD:
-            # The weight is read from the legs' scores, which the engine's fusion cannot wait
-            # for: spread fuses client-side on every engine (an explicit native is refused when
-            # the searcher is made).
-            return client_path, (
-                "min-max linear fusion with a per-query dense weight (spread, from the legs' "
-                "scores) runs client-side"
-            )
-        native = self.native_available(method)
-        why_not = self._native[method][1]
-        if self.fusion == "native":
-            if not native:
-                raise CapabilityMissingError(
-                    f"native {what} was requested but the cluster cannot run it: {why_not}",
-                    hint="use fusion='auto' or 'client' (a Basic licence, no rank-rrf module, "
-                    "or OpenSearch older than 2.19 or without neural-search)",
-                )
-            return native_path, f"native {what} requested"
-        if native:
-            return native_path, f"auto: the cluster runs {what} natively"
-        why = why_not.removeprefix(f"{method}: ").split("; fused client-side")[0]
-        return (
-            client_path,
-            f"auto: the cluster cannot run {what} natively ({why}), fused client-side",
+        return choose_path(
+            self.pipeline, self.fusion, self.fusion_method, self.alpha, self._native_probe
         )
 
     @property
@@ -295,18 +264,10 @@ class HybridSearcher:
         """The embedder of ``index`` as its last check found it (:meth:`check_model`)."""
         return self.embedders.recorded(index, self.checks.model_of.get(index))
 
-    def query_batcher_for(self, embedder: Embedder) -> QueryBatcher:
-        """The query batcher of ``embedder`` (one per model: a batch is one model call)."""
-        batcher = self._batchers.get(embedder.model_id)
-        if batcher is None:
-            batcher = QueryBatcher(embedder.embed_queries, max_batch=self.embed_batch)
-            self._batchers[embedder.model_id] = batcher
-        return batcher
-
     @property
     def query_batcher(self) -> QueryBatcher:
         """The default embedder's query batcher."""
-        return self.query_batcher_for(self.embedder)
+        return self.vectors.batcher(self.embedder)
 
     def check_model(self, principal: Principal) -> Embedder:
         """The embedder of the caller's index; refuses to search an index whose vectors came
@@ -328,8 +289,7 @@ class HybridSearcher:
         took: dict[str, float] = {}
         if self.pipeline != "bm25":
             t = time.perf_counter()
-            for embedder in self.embedders.loaded() or [self.embedder]:
-                embedder.embed_queries(["warm-up"])
+            self.vectors.warm_up()
             took["embed"] = ms_since(t)
         if rerank and self.reranker is not None:
             t = time.perf_counter()
@@ -441,7 +401,7 @@ class HybridSearcher:
                         _notify(self.on_error, principal, query, exc, dict(timings))
                 telemetry.record_search({**timings, **staged}, fusion_path=path, error=exc)
                 raise
-            fallback = _fallback(response.fusion_path, response.fusion_reason)
+            fallback = fallback_kind(response.fusion_path, response.fusion_reason)
             root.set(
                 fusion_path=response.fusion_path,
                 fallback=fallback,
@@ -469,7 +429,9 @@ class HybridSearcher:
         with telemetry.span("hybrid_es.retrieve") as sp:
             retrieved = yield from self.retrieve_steps(req, timings)
             seen.append(retrieved.path)
-            sp.set(fusion_path=retrieved.path, fallback=_fallback(retrieved.path, retrieved.reason))
+            sp.set(
+                fusion_path=retrieved.path, fallback=fallback_kind(retrieved.path, retrieved.reason)
+            )
         with telemetry.span("hybrid_es.read_records") as sp:
             retrieved.candidates = yield from self.read_records_steps(
                 req, retrieved.candidates, timings
@@ -646,9 +608,8 @@ class HybridSearcher:
             if self.fusion != "auto" or not path.startswith("native"):
                 raise
             self._native[self.fusion_method] = (False, "refused at query time")
-            fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
             reason = "auto: native fusion refused at query time, fused client-side"
-            retrieved = yield from self._retrieve(fallback, reason, vector, req, timings)
+            retrieved = yield from self._retrieve(client_side(path), reason, vector, req, timings)
         retrieved.truncated = self.truncated(req.text, path, embedder)
         retrieved.embedder = embedder.model_id if vector is not None else None
         return retrieved
@@ -746,13 +707,7 @@ class HybridSearcher:
     def query_vector(self, tenant: str, text: str, embedder: Embedder | None = None) -> list[float]:
         """The embedding of the cleaned query ``text`` by ``embedder`` (default: the default
         embedder), from the query vector cache when this tenant asked it of that model before."""
-        embedder = embedder or self.embedder
-        key = QueryVectorCache.key(tenant, embedder.model_id, text)
-        vector = self.query_cache.get(key)
-        if vector is None:
-            vector = [float(x) for x in self.query_batcher_for(embedder).embed(text)]
-            self.query_cache.put(key, vector)
-        return vector
+        return self.vectors.vector(tenant, text, embedder or self.embedder)
 
     def _run_msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
         return self._msearch(effect.searches, effect.req)
@@ -769,38 +724,11 @@ class HybridSearcher:
     def answered(
         self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
     ) -> tuple[list[dict[str, Any]], str]:
-        """The ``_msearch`` responses to ``pairs`` (index, body), checked: an item's error, a
-        timeout or a failed shard is raised (never a partial answer). Also the keyed digest of
-        what was sent. Shared by the blocking and the async searcher."""
-        lines = [line for index, body in pairs for line in ({"index": index}, body)]
-        digest = keyed_digest(
-            self.hash_key, json.dumps(lines, sort_keys=True, default=str), length=64
-        )
-        for item in items:
-            if "error" in item:
-                err = from_error_body(item.get("status"), item, url=self.url, what="search")
-                if any(m in err.message for m in _TOO_MANY_CLAUSES):
-                    raise BadQueryError(
-                        "the query expands to more clauses than the cluster allows "
-                        f"({err.message[:160]})",
-                        hint="ask a shorter question (fewer distinct words), or raise the "
-                        "cluster's indices.query.bool.max_clause_count",
-                    ) from err
-                if is_hybrid_dls_refusal(err.message) and not self._dls_suggest:
-                    raise _HybridUnderDls() from err
-                raise err
-            if item.get("timed_out"):
-                raise SearchTimeoutError(
-                    f"the search timed out at {self.url}; no partial answer is returned",
-                    hint="retry, or raise HYBRID_ES_REQUEST_TIMEOUT",
-                )
-            shards = item.get("_shards", {})
-            if shards.get("failed"):
-                raise HybridEsError(
-                    f"search failed on {shards['failed']} shard(s): refusing a partial answer",
-                    hint="check the cluster health (`scripts/es.sh status`)",
-                )
-        return items, digest
+        """The ``_msearch`` responses to ``pairs`` (index, body), checked (``answers``: never a
+        partial answer), and the keyed digest of what was sent. Shared by the blocking and the
+        async searcher."""
+        check_answers(items, url=self.url, dls_suggest=self._dls_suggest)
+        return items, sent_digest(self.hash_key, pairs)
 
     def _retrieve(
         self,
@@ -816,7 +744,7 @@ class HybridSearcher:
         with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(names)):
             try:
                 responses, digest = yield Msearch(_searches(legs, native), req)
-            except _HybridUnderDls:
+            except HybridUnderDls:
                 # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
                 # (neural-search#1303); a suggest section is the known workaround, and DLS still
                 # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
@@ -828,7 +756,7 @@ class HybridSearcher:
         if fused_resp is not None and fuses_per_shard(self.client):
             shards = int(fused_resp.get("_shards", {}).get("total", 1))
             if shards > 1:
-                path, reason = self._per_shard(path, reason, shards)
+                path, reason = per_shard(path, reason, shards, self.fusion)
                 if not path.startswith("native"):
                     fused_resp = None
         hits = {n: r["hits"]["hits"] for n, r in zip(names, responses, strict=True)}
@@ -869,48 +797,12 @@ class HybridSearcher:
             window=self.params.window,
         )
 
-    def _per_shard(self, path: FusionPath, reason: str, shards: int) -> tuple[FusionPath, str]:
-        """OpenSearch 2.19 fuses within each shard (RRF ranks and each leg's top list are per
-        shard; neural-search#1718 makes them global in 3.5), so on a multi-shard index its
-        result is not the fusion of the two legs. ``auto`` fuses the legs it already has
-        client-side; an explicit ``native`` keeps the cluster's answer and says so."""
-        if self.fusion == "native":
-            return path, f"{reason}; fused per shard over {shards} shards (OpenSearch 2.19)"
-        fallback: FusionPath = "client-rrf" if path == "native-rrf" else "client-linear"
-        return fallback, (
-            f"auto: the index has {shards} shards and OpenSearch 2.19 fuses per shard; "
-            "fused client-side over the global legs"
-        )
-
 
 def _searches(
     legs: dict[str, dict[str, Any]], native: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """The native fusion's body (when there is one) first, then the legs in order."""
     return ([native] if native is not None else []) + list(legs.values())
-
-
-_TOO_MANY_CLAUSES = ("too_many_clauses", "too_many_nested_clauses", "maxClauseCount")
-"""OpenSearch 2.19 allows 1,024 clauses per query (Elasticsearch 9 sizes the limit by heap): a
-long question over several fields can pass ``MAX_QUERY_CHARS`` and still exceed it."""
-
-
-class _HybridUnderDls(Exception):
-    """OpenSearch refused a hybrid query for a document-level-security user."""
-
-
-def _fallback(path: str, reason: str) -> str | None:
-    """Why this search did not fuse as asked (one of ``telemetry.FALLBACKS``), from the reasons
-    :meth:`HybridSearcher.retrieve` and its helpers give; None when it did."""
-    if path == "bm25-only" and "was not trained on" in reason:
-        return "script-gate"
-    if "refused at query time" in reason:
-        return "native-refused"
-    if "fuses per shard" in reason and path.startswith("client"):
-        return "per-shard"
-    if reason.startswith("auto: the cluster cannot run"):
-        return "no-native"
-    return None
 
 
 def _notify(hook: Callable[..., None], *args: Any) -> None:

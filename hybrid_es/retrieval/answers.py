@@ -1,0 +1,62 @@
+"""A search's ``_msearch`` answers, checked before anything reads them, and the digest of what was
+sent. Pure: the responses come in, errors go out.
+
+Every item must be a whole answer: an item's error, a timeout or a failed shard is raised, never
+passed on as a partial result. Two errors are told apart because the searcher acts on them: a
+query that expands past the cluster's clause limit is the caller's (BadQueryError, with what to
+do), and OpenSearch's refusal of a hybrid query for a document-level-security user
+(neural-search#1303) is retried once with the known workaround (:class:`HybridUnderDls`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hybrid_es.errors import BadQueryError, HybridEsError, SearchTimeoutError, from_error_body
+from hybrid_es.hashing import keyed_digest
+from hybrid_es.retrieval.dialects import is_hybrid_dls_refusal
+
+TOO_MANY_CLAUSES = ("too_many_clauses", "too_many_nested_clauses", "maxClauseCount")
+"""OpenSearch 2.19 allows 1,024 clauses per query (Elasticsearch 9 sizes the limit by heap): a
+long question over several fields can pass ``MAX_QUERY_CHARS`` and still exceed it."""
+
+
+class HybridUnderDls(Exception):
+    """OpenSearch refused a hybrid query for a document-level-security user."""
+
+
+def sent_digest(hash_key: bytes, pairs: list[tuple[str, dict[str, Any]]]) -> str:
+    """A keyed digest of the ``_msearch`` lines for ``pairs`` (index, body): equal requests,
+    equal digest, and nothing of the bodies readable from it."""
+    lines = [line for index, body in pairs for line in ({"index": index}, body)]
+    return keyed_digest(hash_key, json.dumps(lines, sort_keys=True, default=str), length=64)
+
+
+def check_answers(items: list[dict[str, Any]], *, url: str, dls_suggest: bool) -> None:
+    """Raise for the first item that is not a whole answer (``dls_suggest``: the DLS workaround
+    is already on, so a hybrid refusal is an error like any other)."""
+    for item in items:
+        if "error" in item:
+            err = from_error_body(item.get("status"), item, url=url, what="search")
+            if any(m in err.message for m in TOO_MANY_CLAUSES):
+                raise BadQueryError(
+                    "the query expands to more clauses than the cluster allows "
+                    f"({err.message[:160]})",
+                    hint="ask a shorter question (fewer distinct words), or raise the "
+                    "cluster's indices.query.bool.max_clause_count",
+                ) from err
+            if is_hybrid_dls_refusal(err.message) and not dls_suggest:
+                raise HybridUnderDls() from err
+            raise err
+        if item.get("timed_out"):
+            raise SearchTimeoutError(
+                f"the search timed out at {url}; no partial answer is returned",
+                hint="retry, or raise HYBRID_ES_REQUEST_TIMEOUT",
+            )
+        shards = item.get("_shards", {})
+        if shards.get("failed"):
+            raise HybridEsError(
+                f"search failed on {shards['failed']} shard(s): refusing a partial answer",
+                hint="check the cluster health (`scripts/es.sh status`)",
+            )
