@@ -20,66 +20,43 @@ methods are used all the same, so both flavours take one route. What has no type
 clients (data streams, security, search pipelines, licences) goes through :meth:`Engine.request`.
 Either way the chunks guard (``cluster.guard``) reads the REST path and body before anything is
 sent.
+
+This module holds the seam itself (:class:`Engine`, its two flavours, :func:`connect` and
+:func:`as_engine`). The calls, written once for both flavours, are in ``cluster.calls``; the
+parts of connecting (which server answers, the opensearch-py client) in ``cluster.connection``;
+the client and server version checks in ``cluster.versions``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
-from urllib.parse import quote
+from abc import abstractmethod
+from typing import Any
 
 from hybrid_es.cluster import guard as chunks_guard
-from hybrid_es.cluster.client import build_client, make_client, opensearch_client_kwargs
-from hybrid_es.errors import (
-    AuthenticationError,
-    ConfigurationError,
-    EngineError,
-    missing_credentials,
-    translate_es_error,
-)
+from hybrid_es.cluster.calls import ApiCall, EngineCalls, Flavor, query_params, typed_method
+from hybrid_es.cluster.client import make_client
+from hybrid_es.cluster.connection import identify, os_overrides
+from hybrid_es.cluster.connection import opensearch_client as _opensearch_client
+from hybrid_es.cluster.versions import client_mismatch, client_version, warn_on_older_client
+from hybrid_es.errors import ConfigurationError, EngineError, translate_es_error
 from hybrid_es.settings import Settings
 
-Flavor = Literal["elasticsearch", "opensearch"]
+__all__ = [
+    "ApiCall",
+    "ElasticsearchEngine",
+    "Engine",
+    "Flavor",
+    "OpenSearchEngine",
+    "_opensearch_client",
+    "as_engine",
+    "client_mismatch",
+    "client_version",
+    "connect",
+]
 
 
-@dataclass(frozen=True)
-class ApiCall:
-    """One cluster call in both of its forms: the clients' typed method ``api`` (``search``,
-    ``indices.refresh``: the same name on elasticsearch-py and opensearch-py) with its path parts
-    ``parts`` (``index=``, ``id=``), and the REST request it is, ``method`` ``path``. ``params``
-    are URL parameters as the REST API spells them (``_source_includes``; None left out);
-    ``body`` a JSON body, or for ``msearch`` the list of NDJSON lines.
-
-    The chunks guard reads the REST form, whichever form is sent; an engine that knows only the
-    REST primitive (a wrapper, a test double) sends that form."""
-
-    api: str
-    method: str
-    path: str
-    parts: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-    body: Any = None
-
-    def rest_body(self) -> Any:
-        """The body as a bare request sends it: a list of lines as NDJSON text."""
-        if isinstance(self.body, list):
-            return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in self.body)
-        return self.body
-
-    def typed_body(self) -> Any:
-        """The body for a typed method: a copy (elasticsearch-py may merge parameters into a
-        body it is given), or None."""
-        if isinstance(self.body, dict):
-            return dict(self.body)
-        return list(self.body) if isinstance(self.body, list) else self.body
-
-
-class Engine(ABC):
+class Engine(EngineCalls):
     """The cluster operations hybrid-es uses, over one REST primitive per flavour
     (:meth:`request`). Construct with :func:`connect` (or wrap a client you made with
     :func:`as_engine`); ``raw`` is the underlying client, for the bulk and scroll helpers."""
@@ -143,7 +120,7 @@ class Engine(ABC):
         slow log, tasks API and HTTP client stats show beside the request."""
         chunks_guard.check(path, self.guarded, body)
         try:
-            return self._send(method, path, _query(params), body, opaque_id)
+            return self._send(method, path, query_params(params), body, opaque_id)
         except Exception as exc:
             raise translate_es_error(exc, url=self.url, what=what) from exc
 
@@ -160,7 +137,9 @@ class Engine(ABC):
     def _typed(self, call: ApiCall, opaque_id: str | None) -> Any:
         """The flavour's typed client call; raises the client's own errors (:meth:`call`
         translates). Here, for an engine that knows only :meth:`_send`: the REST form."""
-        return self._send(call.method, call.path, _query(call.params), call.rest_body(), opaque_id)
+        return self._send(
+            call.method, call.path, query_params(call.params), call.rest_body(), opaque_id
+        )
 
     @abstractmethod
     def _send(
@@ -177,308 +156,6 @@ class Engine(ABC):
     def with_options(self, *, request_timeout: float, max_retries: int) -> Engine:
         """The same engine with another timeout and retry count (the trace writer's)."""
 
-    @abstractmethod
-    def _helpers(self) -> Any:
-        """The client's bulk and scan helpers module."""
-
-    # -- documents -------------------------------------------------------------------------
-
-    def get(
-        self, index: str, id: str, *, source_includes: Sequence[str] | None = None
-    ) -> dict[str, Any] | None:
-        """A document (real-time), with ``_source``, ``_seq_no`` and ``_primary_term``; None
-        when it, or its index, does not exist."""
-        params = {"_source_includes": ",".join(source_includes)} if source_includes else {}
-        path = f"/{_p(index)}/_doc/{_p(id)}"
-        try:
-            doc = self.call(
-                ApiCall("get", "GET", path, {"index": index, "id": id}, params),
-                what="reading a document",
-            )
-        except EngineError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(doc) if doc.get("found") else None
-
-    def exists(self, index: str, id: str) -> bool:
-        return self.get(index, id, source_includes=["_none_"]) is not None
-
-    def mget(
-        self, index: str, ids: Sequence[str], *, source_includes: Sequence[str] | None = None
-    ) -> list[dict[str, Any]]:
-        """One entry per id, in order: found, not found, or an ``error`` of its own."""
-        params = {"_source_includes": ",".join(source_includes)} if source_includes else {}
-        path = f"/{_p(index)}/_mget"
-        body = {"ids": list(ids)}
-        resp = self.call(
-            ApiCall("mget", "POST", path, {"index": index}, params, body),
-            what="reading documents",
-        )
-        return list(resp["docs"])
-
-    def index(
-        self,
-        index: str,
-        document: dict[str, Any],
-        *,
-        id: str | None = None,
-        op_type: str | None = None,
-        if_seq_no: int | None = None,
-        if_primary_term: int | None = None,
-        refresh: str | None = None,
-        what: str = "writing a document",
-    ) -> dict[str, Any]:
-        """Write one document; VersionConflictError when ``op_type="create"`` finds it there, or
-        ``if_seq_no`` finds it changed."""
-        params = {
-            "op_type": op_type,
-            "if_seq_no": if_seq_no,
-            "if_primary_term": if_primary_term,
-            "refresh": refresh,
-        }
-        path = f"/{_p(index)}/_doc" + (f"/{_p(id)}" if id is not None else "")
-        parts = {"index": index, **({"id": id} if id is not None else {})}
-        method = "PUT" if id else "POST"
-        return dict(self.call(ApiCall("index", method, path, parts, params, document), what=what))
-
-    def update(
-        self, index: str, id: str, doc: dict[str, Any], *, refresh: str | None = None
-    ) -> None:
-        path = f"/{_p(index)}/_update/{_p(id)}"
-        parts = {"index": index, "id": id}
-        self.call(
-            ApiCall("update", "POST", path, parts, {"refresh": refresh}, {"doc": doc}),
-            what="updating a document",
-        )
-
-    def delete(self, index: str, id: str, *, refresh: str | None = None) -> None:
-        path = f"/{_p(index)}/_doc/{_p(id)}"
-        parts = {"index": index, "id": id}
-        self.call(
-            ApiCall("delete", "DELETE", path, parts, {"refresh": refresh}),
-            what="deleting a document",
-        )
-
-    def count(self, index: str, query: dict[str, Any] | None = None) -> int:
-        body = {"query": query} if query is not None else None
-        path = f"/{_p(index)}/_count"
-        resp = self.call(
-            ApiCall("count", "POST", path, {"index": index}, {}, body), what="counting"
-        )
-        return int(resp["count"])
-
-    def search(
-        self,
-        index: str,
-        body: dict[str, Any],
-        *,
-        what: str = "search",
-        opaque_id: str | None = None,
-        **params: Any,
-    ) -> dict[str, Any]:
-        """One search; ``params`` are URL parameters (``ignore_unavailable``,
-        ``allow_no_indices``, ...); ``opaque_id`` as in :meth:`request`."""
-        path = f"/{_p(index)}/_search"
-        call = ApiCall("search", "POST", path, {"index": index}, params, body)
-        return dict(self.call(call, what=what, opaque_id=opaque_id))
-
-    def msearch(
-        self, searches: list[dict[str, Any]], *, opaque_id: str | None = None, **params: Any
-    ) -> list[dict[str, Any]]:
-        """Several searches in one request (header, body, header, body, ...): their responses.
-        ``opaque_id`` as in :meth:`request`."""
-        call = ApiCall("msearch", "POST", "/_msearch", {}, params, list(searches))
-        return list(self.call(call, what="search", opaque_id=opaque_id)["responses"])
-
-    def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every hit of a query, paged with the client helpers' scroll."""
-        chunks_guard.check(f"/{index}/_search", self.guarded)
-        try:
-            yield from self._helpers().scan(self.raw, index=index, query=body)
-        except Exception as exc:
-            raise translate_es_error(exc, url=self.url, what="reading documents") from exc
-
-    def streaming_bulk(
-        self, actions: Iterable[dict[str, Any]], **kwargs: Any
-    ) -> Iterator[tuple[bool, dict[str, Any]]]:
-        """The client helpers' streaming bulk (back-off on 429s with ``max_retries``); raises
-        the client's own errors, for the caller to translate where it decides."""
-        yield from self._helpers().streaming_bulk(self.raw, actions, **kwargs)
-
-    def bulk(self, actions: Iterable[dict[str, Any]], **kwargs: Any) -> tuple[int, Any]:
-        return self._helpers().bulk(self.raw, actions, **kwargs)  # type: ignore[no-any-return]
-
-    # -- indices ---------------------------------------------------------------------------
-
-    def _indices(
-        self,
-        api: str,
-        method: str,
-        index: str,
-        suffix: str = "",
-        *,
-        what: str,
-        params: dict[str, Any] | None = None,
-        body: Any = None,
-    ) -> Any:
-        """One ``indices.<api>`` call on ``index`` (REST: ``method /index<suffix>``)."""
-        path = f"/{_p(index)}{suffix}"
-        call = ApiCall(f"indices.{api}", method, path, {"index": index}, params or {}, body)
-        return self.call(call, what=what)
-
-    def index_exists(self, index: str) -> bool:
-        try:
-            self._indices("exists", "HEAD", index, what="checking an index")
-        except EngineError as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    def create_index(self, index: str, body: dict[str, Any] | None = None) -> bool:
-        """Create ``index`` (its templates apply); False when it exists already."""
-        try:
-            self._indices("create", "PUT", index, body=body, what=f"creating {index}")
-        except EngineError as exc:
-            if exc.status == 400 and "resource_already_exists" in exc.message:
-                return False
-            raise
-        return True
-
-    def delete_index(self, index: str) -> None:
-        self._indices(
-            "delete",
-            "DELETE",
-            index,
-            params={"ignore_unavailable": True, "allow_no_indices": True},
-            what=f"deleting {index}",
-        )
-
-    def refresh(self, index: str) -> None:
-        self._indices("refresh", "POST", index, "/_refresh", what=f"refreshing {index}")
-
-    def get_mapping(self, index: str) -> dict[str, Any]:
-        """Index name -> its ``mappings``."""
-        resp = self._indices("get_mapping", "GET", index, "/_mapping", what=f"reading {index}")
-        return {name: body.get("mappings", {}) for name, body in dict(resp).items()}
-
-    def put_mapping(self, index: str, body: dict[str, Any]) -> None:
-        self._indices("put_mapping", "PUT", index, "/_mapping", body=body, what=f"updating {index}")
-
-    def put_settings(self, index: str, settings: dict[str, Any]) -> None:
-        self._indices(
-            "put_settings", "PUT", index, "/_settings", body=settings, what=f"updating {index}"
-        )
-
-    def close_index(self, index: str) -> None:
-        self._indices("close", "POST", index, "/_close", what=f"closing {index}")
-
-    def open_index(self, index: str) -> None:
-        self._indices(
-            "open",
-            "POST",
-            index,
-            "/_open",
-            params={"wait_for_active_shards": 1},
-            what=f"opening {index}",
-        )
-
-    def indices(self, pattern: str) -> list[str]:
-        """The open indices matching ``pattern`` (none: an empty list)."""
-        resp = self._indices(
-            "get",
-            "GET",
-            pattern,
-            params={
-                "expand_wildcards": "open",
-                "allow_no_indices": True,
-                "ignore_unavailable": True,
-                "filter_path": "*.settings.index.provided_name",
-            },
-            what="listing indices",
-        )
-        return sorted(resp or {})
-
-    def simulate_index_template(self, index: str) -> dict[str, Any]:
-        """What the installed templates give a new index of this name."""
-        path = f"/_index_template/_simulate_index/{_p(index)}"
-        call = ApiCall("indices.simulate_index_template", "POST", path, {"name": index})
-        return dict(self.call(call, what="simulating templates"))
-
-    def health(self, index: str | None = None, **params: Any) -> dict[str, Any]:
-        path = "/_cluster/health" + (f"/{_p(index)}" if index else "")
-        parts = {"index": index} if index else {}
-        call = ApiCall("cluster.health", "GET", path, parts, params)
-        return dict(self.call(call, what="reading cluster health"))
-
-    # -- templates -------------------------------------------------------------------------
-
-    def _template(self, api: str, method: str, kind: str, name: str, body: Any = None) -> Any:
-        """One ``<api>`` call on the template ``name`` (REST: ``method /_<kind>/name``)."""
-        call = ApiCall(api, method, f"/_{kind}/{_p(name)}", {"name": name}, {}, body)
-        return self.call(call, what="installing a template" if body else "reading a template")
-
-    def get_component_template(self, name: str) -> dict[str, Any] | None:
-        try:
-            resp = self._template(
-                "cluster.get_component_template", "GET", "component_template", name
-            )
-        except EngineError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(resp["component_templates"][0]["component_template"])
-
-    def put_component_template(self, name: str, body: dict[str, Any]) -> None:
-        self._template("cluster.put_component_template", "PUT", "component_template", name, body)
-
-    def get_index_template(self, name: str) -> dict[str, Any] | None:
-        try:
-            resp = self._template("indices.get_index_template", "GET", "index_template", name)
-        except EngineError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(resp["index_templates"][0]["index_template"])
-
-    def put_index_template(self, name: str, body: dict[str, Any]) -> None:
-        self._template("indices.put_index_template", "PUT", "index_template", name, body)
-
-    def get_search_pipeline(self, name: str) -> dict[str, Any] | None:
-        """An OpenSearch search pipeline's body; None when it is not installed."""
-        try:
-            resp = self.request("GET", f"/_search/pipeline/{_p(name)}", what="reading a pipeline")
-        except EngineError as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(resp.get(name, {})) or None
-
-    def put_search_pipeline(self, name: str, body: dict[str, Any]) -> None:
-        self.request(
-            "PUT", f"/_search/pipeline/{_p(name)}", body=body, what="installing a search pipeline"
-        )
-
-    # -- the node --------------------------------------------------------------------------
-
-    def node_info(self) -> dict[str, Any]:
-        """The local node's version, modules and plugins."""
-        params = {"filter_path": "nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name"}
-        call = ApiCall("nodes.info", "GET", "/_nodes/_local", {"node_id": "_local"}, params)
-        resp = self.call(call, what="reading node info")
-        return dict(next(iter(resp.get("nodes", {}).values()), {}))
-
-    def analyzer_works(self, analyzer: str) -> bool:
-        body = {"analyzer": analyzer, "text": "probe"}
-        try:
-            self.call(
-                ApiCall("indices.analyze", "POST", "/_analyze", {}, {}, body), what="analyzing"
-            )
-        except EngineError:
-            return False
-        return True
-
 
 class ElasticsearchEngine(Engine):
     flavor: Flavor = "elasticsearch"
@@ -492,7 +169,7 @@ class ElasticsearchEngine(Engine):
         body = call.typed_body()
         if body is not None:
             kwargs["body"] = body
-        resp = _method(client, call.api)(**kwargs)
+        resp = typed_method(client, call.api)(**kwargs)
         if call.method == "HEAD":  # a typed HEAD answers a 404 as False rather than raising it
             if not resp:
                 raise EngineError(f"{call.path} not found", status=resp.meta.status)
@@ -545,13 +222,13 @@ class OpenSearchEngine(Engine):
         return float(getattr(self.raw, "_hybrid_es_kwargs", {}).get("timeout", 30))
 
     def _typed(self, call: ApiCall, opaque_id: str | None) -> Any:
-        params: dict[str, Any] = {**_query(call.params), "request_timeout": self._timeout()}
+        params: dict[str, Any] = {**query_params(call.params), "request_timeout": self._timeout()}
         headers = {"x-opaque-id": opaque_id} if opaque_id else {}
         kwargs: dict[str, Any] = dict(call.parts)
         body = call.typed_body()
         if body is not None:
             kwargs["body"] = body
-        resp = _method(self.raw, call.api)(params=params, headers=headers, **kwargs)
+        resp = typed_method(self.raw, call.api)(params=params, headers=headers, **kwargs)
         if call.method == "HEAD":  # opensearch-py answers a HEAD with True or False
             if not resp:
                 raise EngineError(f"{call.path} not found", status=404)
@@ -596,59 +273,6 @@ class OpenSearchEngine(Engine):
         return helpers
 
 
-def _method(client: Any, api: str) -> Any:
-    """The client's typed method ``api`` (``search``, ``indices.refresh``)."""
-    target = client
-    for name in api.split("."):
-        target = getattr(target, name)
-    return target
-
-
-def _p(part: str) -> str:
-    """A path segment, percent-encoded (ids may hold any character)."""
-    return quote(part, safe=",*")
-
-
-def _query(params: dict[str, Any] | None) -> dict[str, str]:
-    """URL parameters as the REST API spells them (booleans lowercase; None left out)."""
-    out: dict[str, str] = {}
-    for k, v in (params or {}).items():
-        if v is None:
-            continue
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-    return out
-
-
-class _QuietNotFound(logging.Filter):
-    """opensearch-py logs a WARNING for every 4xx. A GET or HEAD that finds nothing is an answer
-    here (an absent packet, corpus state or template), and so is a reader's refused mapping read
-    (the searcher then checks the model on a chunk): neither is a problem to log."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        if not msg.startswith(("GET ", "HEAD ")):
-            return True
-        return "[status:404 " not in msg and not ("/_mapping " in msg and "[status:403 " in msg)
-
-
-def _opensearch_client(settings: Settings, **overrides: Any) -> Any:
-    try:
-        from opensearchpy import OpenSearch
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"the cluster at {settings.redacted_url()} is OpenSearch, and talking to it needs "
-            "opensearch-py",
-            hint="pip install '.[opensearch]'",
-        ) from exc
-    kwargs = {**opensearch_client_kwargs(settings), **overrides}
-    client = build_client(OpenSearch, kwargs, settings, "OpenSearch")
-    client._hybrid_es_kwargs = kwargs
-    logger = logging.getLogger("opensearch")
-    if not any(isinstance(f, _QuietNotFound) for f in logger.filters):
-        logger.addFilter(_QuietNotFound())
-    return client
-
-
 def connect(settings: Settings | None = None, **overrides: Any) -> Engine:
     """The engine behind ``settings`` (default: from the environment), its flavour probed.
 
@@ -663,132 +287,17 @@ def connect(settings: Settings | None = None, **overrides: Any) -> Engine:
     s = settings or Settings()
     url = s.redacted_url()
     es = make_client(s, **overrides)
-    try:
-        flavor, version = _identify(es, url)
-    except AuthenticationError as exc:
-        given = any(overrides.get(k) for k in ("api_key", "basic_auth", "bearer_auth"))
-        if exc.status == 401 and not (s.has_credentials() or given):
-            raise missing_credentials(url, username=s.username) from None
-        raise
+    flavor, version = identify(es, s, overrides)
     if flavor == "elasticsearch":
         engine: Engine = ElasticsearchEngine(es, url=url, version=version)
         if version == "unknown":
             with contextlib.suppress(EngineError):
                 engine.version = str(engine.node_info().get("version", "unknown"))
-        _warn_on_older_client(engine)
+        warn_on_older_client(engine.version, engine.major, engine.url)
         return engine
     return OpenSearchEngine(
-        _opensearch_client(s, **_os_overrides(overrides)), url=url, version=version
+        _opensearch_client(s, **os_overrides(overrides)), url=url, version=version
     )
-
-
-def _identify(es: Any, url: str) -> tuple[Flavor, str]:
-    from elasticsearch import ApiError, UnsupportedProductError
-
-    try:
-        resp = es.perform_request("GET", "/", headers={"accept": "application/json"})
-        return "elasticsearch", str(resp.body.get("version", {}).get("number", "unknown"))
-    except UnsupportedProductError as exc:  # a 2xx without the product header
-        status, body = 200, exc.body
-    except ApiError as exc:
-        if exc.meta.status == 401:  # no or wrong credentials, whoever answered
-            raise translate_es_error(exc, url=url, what="connecting") from exc
-        if exc.meta.headers.get("x-elastic-product") == "Elasticsearch":
-            if exc.meta.status == 400 and "media_type_header_exception" in str(exc):
-                # elasticsearch-py N sends "compatible-with=N", which a server older than N
-                # refuses on every request: say so now, with both versions and the fix.
-                raise client_mismatch(_server_version_plain(es), url) from exc
-            return "elasticsearch", "unknown"  # refused, but by Elasticsearch
-        status, body = exc.meta.status, exc.body
-    except Exception as exc:
-        raise translate_es_error(exc, url=url, what="connecting") from exc
-    version = body.get("version", {}) if isinstance(body, dict) else {}
-    if isinstance(version, dict) and version.get("distribution") == "opensearch":
-        return "opensearch", str(version.get("number", "unknown"))
-    if status == 403 and "no permissions for [" in str(body):  # the security plugin's refusal
-        return "opensearch", "unknown"
-    raise EngineError(
-        f"the server at {url} is neither Elasticsearch nor OpenSearch (GET / answered HTTP "
-        f"{status}: {str(body)[:120]})",
-        hint="check HYBRID_ES_URL",
-        status=status,
-    )
-
-
-def client_version() -> str:
-    """The installed elasticsearch-py version."""
-    from importlib.metadata import version
-
-    return version("elasticsearch")
-
-
-def client_mismatch(server_version: str, url: str) -> ConfigurationError:
-    """The error for an Elasticsearch server whose major this elasticsearch-py cannot talk to."""
-    server_major = server_version.split(".")[0]
-    client = client_version()
-    extra = f"es{server_major}" if server_major in ("8", "9") else None
-    hint = (
-        f"install the {server_major}.x client: pip install '.[{extra}]' "
-        f"(the same as pip install 'elasticsearch>={server_major}.19,<{int(server_major) + 1}')"
-        if extra == "es8"
-        else f"install elasticsearch-py {server_major}.x: pip install '.[{extra}]'"
-        if extra
-        else "hybrid-es supports Elasticsearch 8.19 and 9.x"
-    )
-    return ConfigurationError(
-        f"the cluster at {url} runs Elasticsearch {server_version}, and this install has "
-        f"elasticsearch-py {client}: the client's major version must equal the server's "
-        f"({client.split('.')[0]} != {server_major})",
-        hint=hint,
-    )
-
-
-def _warn_on_older_client(engine: Engine) -> None:
-    """A client older than the server talks to it through the server's REST compatibility
-    (elasticsearch-py 8 sends plain JSON, which Elasticsearch 9 accepts): it works, but the suite
-    does not run that pair, so say so once. A newer client cannot work: :func:`client_mismatch`."""
-    client_major = int(client_version().split(".")[0])
-    if engine.major and client_major < engine.major:
-        logging.getLogger("hybrid_es").warning(
-            "elasticsearch-py %s talks to Elasticsearch %s at %s through REST compatibility; "
-            "the tested pair is the client of the server's major: pip install '.[es%d]'",
-            client_version(),
-            engine.version,
-            engine.url,
-            engine.major,
-        )
-
-
-def _server_version_plain(es: Any) -> str:
-    """The server's version, asked without the client's compatibility headers (which an older
-    server refuses)."""
-    from elastic_transport import HttpHeaders
-
-    try:
-        headers = HttpHeaders(es._headers)  # the client's auth and user-agent
-        headers["accept"] = "application/json"
-        # GET / first; the integ-test distribution serves no GET /, so node info next.
-        for path in ("/", "/_nodes/_local?filter_path=nodes.*.version"):
-            body = es.transport.perform_request("GET", path, headers=headers).body
-            if not isinstance(body, dict):
-                continue
-            if isinstance(body.get("version"), dict):
-                return str(body["version"].get("number", "unknown"))
-            for node in (body.get("nodes") or {}).values():
-                return str(node.get("version", "unknown"))
-        return "unknown (older than the client)"
-    except Exception:  # only the message's detail depends on it
-        return "unknown (older than the client)"
-
-
-def _os_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """elasticsearch-py option names as opensearch-py spells them."""
-    out = dict(overrides)
-    if "request_timeout" in out:
-        out["timeout"] = out.pop("request_timeout")
-    if "basic_auth" in out:
-        out["http_auth"] = out.pop("basic_auth")
-    return out
 
 
 def as_engine(client: Any, *, url: str = "") -> Engine:
