@@ -10,7 +10,24 @@ import typer
 from rich.table import Table
 
 from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
-from hybrid_es.cli.reranker import _packaged_minilm
+from hybrid_es.cli.reranker import (
+    DatasetArgument,
+    DevFractionOption,
+    ForceOption,
+    IndexOption,
+    JsonOption,
+    LearningRateOption,
+    MinutesOption,
+    NegativePoolOption,
+    OutOption,
+    ScheduleStepsOption,
+    SeedOption,
+    SplitOption,
+    StepsOption,
+    _packaged_minilm,
+    check_out,
+    training_config,
+)
 
 app = typer.Typer(help="Adapt the dense embedder to a collection.", no_args_is_help=True)
 
@@ -19,33 +36,29 @@ app = typer.Typer(help="Adapt the dense embedder to a collection.", no_args_is_h
 # evaluation.embedder_job.train_embedder once and prints the result.
 @app.command("train")
 def train_command(
-    dataset: Annotated[Path, typer.Argument(help="A BEIR-layout folder with a training split.")],
-    out: Annotated[Path, typer.Option(help="Folder to write the model into.")],
-    split: Annotated[str, typer.Option(help="qrels split to train on.")] = "train",
+    dataset: DatasetArgument,
+    out: OutOption,
+    split: SplitOption = "train",
     base: Annotated[
         str | None, typer.Option(help="Model to start from (default: packaged MiniLM).")
     ] = None,
     embedder: Annotated[
         str, typer.Option(help="First-stage embedder that mines negatives (minilm | a path).")
     ] = "minilm",
-    minutes: Annotated[float, typer.Option(help="Wall-clock training budget.")] = 15.0,
-    steps: Annotated[
-        int | None, typer.Option(help="Exact optimizer steps (replays a run; ignores --minutes).")
-    ] = None,
-    schedule_steps: Annotated[
-        int | None, typer.Option(help="Learning-rate schedule length (replays a run).")
-    ] = None,
+    minutes: MinutesOption = 15.0,
+    steps: StepsOption = None,
+    schedule_steps: ScheduleStepsOption = None,
     epochs: Annotated[int, typer.Option(help="Upper bound on passes over the examples.")] = 3,
-    seed: Annotated[int, typer.Option()] = 13,
+    seed: SeedOption = 13,
     max_length: Annotated[int, typer.Option(help="Passage tokens while training.")] = 128,
     batch_size: Annotated[int, typer.Option(help="Queries per step (in-batch negatives).")] = 16,
     negatives: Annotated[int, typer.Option(help="Hard negatives per query.")] = 1,
-    negative_pool: Annotated[int, typer.Option(help="Sample negatives from this top.")] = 30,
-    learning_rate: Annotated[float, typer.Option()] = 2e-5,
-    dev_fraction: Annotated[float, typer.Option(help="Training queries held out.")] = 0.2,
-    index: Annotated[str | None, typer.Option(help="Index (default derived).")] = None,
-    force: Annotated[bool, typer.Option(help="Overwrite a non-empty --out folder.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    negative_pool: NegativePoolOption = 30,
+    learning_rate: LearningRateOption = 2e-5,
+    dev_fraction: DevFractionOption = 0.2,
+    index: IndexOption = None,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Mine hard negatives with hybrid RRF, fine-tune the bi-encoder, score held-out queries
     before and after, and save a sentence-transformers folder that --embedder can name."""
@@ -53,24 +66,21 @@ def train_command(
     from hybrid_es.evaluation.embedder_train import EmbedderTrainConfig
     from hybrid_es.retrieval.embedder import make_embedder
 
-    try:
-        cfg = EmbedderTrainConfig(
-            seed=seed,
-            max_length=max_length,
-            batch_size=batch_size,
-            negatives=negatives,
-            negative_pool=negative_pool,
-            learning_rate=learning_rate,
-            epochs=epochs,
-            minutes=minutes,
-            steps=steps,
-            schedule_steps=schedule_steps,
-            dev_fraction=dev_fraction,
-        )
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
-    if out.exists() and any(out.iterdir()) and not force:
-        raise typer.BadParameter(f"{out} is not empty; pass --force to overwrite it")
+    cfg = training_config(
+        EmbedderTrainConfig,
+        seed=seed,
+        max_length=max_length,
+        batch_size=batch_size,
+        negatives=negatives,
+        negative_pool=negative_pool,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        minutes=minutes,
+        steps=steps,
+        schedule_steps=schedule_steps,
+        dev_fraction=dev_fraction,
+    )
+    check_out(out, force)
     first_stage = make_embedder(embedder)
     if base is None:
         base = getattr(first_stage, "model_path", None) or _packaged_minilm()

@@ -10,7 +10,6 @@ was made, the held-out numbers and how to replay it.
 from __future__ import annotations
 
 import json
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from hybrid_es.cluster.engine import Engine, as_engine
-from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import (
     EVAL_PRINCIPAL,
     EVAL_TENANT,
@@ -42,7 +40,8 @@ from hybrid_es.evaluation.embedder_train import (
     train,
 )
 from hybrid_es.evaluation.progress import NoProgress, Progress, training_steps
-from hybrid_es.evaluation.reranker_train import split_queries
+from hybrid_es.evaluation.reranker_train import Candidate
+from hybrid_es.evaluation.training import check_out_folder, machine, replay, split_queries
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
@@ -99,6 +98,23 @@ def same_model(embedder: Embedder, base: str) -> bool:
         return False
 
 
+def first_stage(
+    col: Collection,
+    queries: dict[str, str],
+    train_ids: list[str],
+    dev_ids: list[str],
+    depth: int,
+    progress: Progress,
+) -> tuple[dict[str, list[Candidate]], dict[str, list[str]]]:
+    """Hybrid RRF's top ``depth`` for the training queries (what negatives are mined from) and
+    the BM25 leg's top ``depth`` chunk ids for the held-out ones."""
+    step = progress.stage("first stage", len(train_ids) + len(dev_ids), note="hybrid RRF, BM25")
+    ranked, _ = col.first_stage(queries, train_ids, depth=depth, progress=step.advance)
+    bm25 = bm25_chunks(col, queries, dev_ids, depth)
+    step.advance(len(dev_ids))
+    return ranked, bm25
+
+
 def bm25_chunks(
     col: Collection, queries: dict[str, str], qids: list[str], depth: int
 ) -> dict[str, list[str]]:
@@ -120,8 +136,6 @@ def dense_chunks(
     return {q: [passages[i].chunk_id for i in r] for q, r in zip(qids, rows, strict=True)}
 
 
-# Stays whole: the steps of one job in the order they run (ingest, read back, first stage, mine,
-# held-out before, train, held-out after, save, metadata); the metadata records them all.
 @dataclass(frozen=True)
 class HeldOut:
     """The held-out queries' nDCG@10, measured the same way before and after training: exact
@@ -144,6 +158,29 @@ class HeldOut:
         dense = dense_chunks(qvecs, pvecs, self.qids, self.passages, self.depth)
         doc_of = {p.chunk_id: p.doc_id for p in self.passages}
         return heldout_ndcg(self.qrels, dense, self.bm25, doc_of), time.perf_counter() - t
+
+    def embedded_by(self, model: Any) -> tuple[dict[str, float], float]:
+        """:meth:`ndcg` with ``model`` embedding the queries and every passage."""
+        texts = [p.text for p in self.passages]
+        return self.ndcg(lambda: (encode(model, self.texts), encode(model, texts)))
+
+    def before(
+        self, embedder: Embedder, base: str, model: Any, stored: Any
+    ) -> tuple[dict[str, float], float, str]:
+        """:meth:`ndcg` before training, and where its vectors came from: the index's ``stored``
+        vectors where the index was built with ``base``, else ``model`` embeds them all."""
+        if stored is not None and same_model(embedder, base):
+            scores, seconds = self.ndcg(lambda: (embedder.embed_queries(self.texts), stored))
+            return scores, seconds, "the index's stored vectors"
+        return (*self.embedded_by(model), "embedded with the base model")
+
+
+def save_model(model: Any, out: Path) -> None:
+    """``model`` saved as a sentence-transformers folder at ``out``, with the searcher's passage
+    window."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.max_seq_length = SERVE_MAX_LENGTH
+    model.save(str(out))
 
 
 def held_out_record(
@@ -196,8 +233,7 @@ def train_embedder(
     import torch
 
     progress = progress or NoProgress()
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigurationError(f"{out} is not empty", hint="pass --force to overwrite it")
+    check_out_folder(out, force)
     qrels = read_qrels(dataset, split)
     queries = read_queries(dataset)
     train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
@@ -208,10 +244,7 @@ def train_embedder(
     )
     col.es.refresh(index)
     passages, stored = read_passages(col.es, index)
-    step = progress.stage("first stage", len(train_ids) + len(dev_ids), note="hybrid RRF, BM25")
-    ranked, _ = col.first_stage(queries, train_ids, depth=cfg.depth, progress=step.advance)
-    bm25 = bm25_chunks(col, queries, dev_ids, cfg.depth)
-    step.advance(len(dev_ids))
+    ranked, bm25 = first_stage(col, queries, train_ids, dev_ids, cfg.depth, progress)
     examples, skipped = mine_examples(
         train_ids,
         queries,
@@ -225,21 +258,13 @@ def train_embedder(
     torch.manual_seed(cfg.seed)
     model = load_model(base)
     held = HeldOut(qrels, dev_ids, [queries[q] for q in dev_ids], passages, bm25, cfg.depth)
-    texts = [p.text for p in passages]
     progress.stage("held-out before", note=f"{len(passages)} passages")
-    if stored is not None and same_model(embedder, base):
-        before_source = "the index's stored vectors"
-        before, before_s = held.ndcg(lambda: (embedder.embed_queries(held.texts), stored))
-    else:
-        before_source = "embedded with the base model"
-        before, before_s = held.ndcg(lambda: (encode(model, held.texts), encode(model, texts)))
+    before, before_s, before_source = held.before(embedder, base, model, stored)
     on_step = training_steps(progress.stage("train"))
     stats = train(model, examples, relevant_docs(qrels), cfg, on_step=on_step)
     progress.stage("held-out after", note=f"{len(passages)} passages")
-    after, after_s = held.ndcg(lambda: (encode(model, held.texts), encode(model, texts)))
-    out.mkdir(parents=True, exist_ok=True)
-    model.max_seq_length = SERVE_MAX_LENGTH
-    model.save(str(out))
+    after, after_s = held.embedded_by(model)
+    save_model(model, out)
     meta: dict[str, Any] = {
         "format": "hybrid-es-embedder/1",
         "base_model": base,
@@ -254,11 +279,10 @@ def train_embedder(
         "examples": len(examples),
         "skipped": skipped,
         "training": stats.as_dict(),
-        "machine": f"{torch.get_num_threads()} torch threads, {platform.platform()}",
+        "machine": machine(),
         **held_out_record(before, after, before_source, (before_s, after_s), cfg.depth),
         "command": command,
-        "replay": f"--steps {stats.steps} --schedule-steps {stats.planned_steps} "
-        f"--epochs {cfg.epochs} --seed {cfg.seed}",
+        "replay": replay(cfg, stats),
     }
     (out / METADATA_FILE).write_text(json.dumps(meta, indent=2))
     return TrainedEmbedder(out, meta)

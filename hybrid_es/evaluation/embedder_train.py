@@ -18,15 +18,14 @@ queries, never on a test split. The recipe, and why:
   collection in memory) and of hybrid RRF (the index's BM25 top 50 fused with that dense top 50),
   before and after training. The record says whether the trained model improved on them.
 
-The pure parts (mining, batching, the mask, the schedule, the held-out runs) are separate from
-the torch loop.
+The pure parts (mining, batching, the mask, the held-out runs) are separate from the torch loop;
+the settings both trainers take, the schedule and the loop's bookkeeping are in ``training``.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -36,6 +35,9 @@ from numpy.typing import NDArray
 
 from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 from hybrid_es.evaluation.reranker_train import Candidate
+from hybrid_es.evaluation.training import Schedule, StepLoop, TrainingConfig
+from hybrid_es.evaluation.training import fit_to_budget as fit_to_budget  # re-exported
+from hybrid_es.evaluation.training import lr_factor as lr_factor  # re-exported
 from hybrid_es.retrieval import fusion
 
 METADATA_FILE = "hybrid_es_embedder.json"
@@ -45,41 +47,22 @@ held-out vectors are computed with it, whatever the training length."""
 
 
 @dataclass(frozen=True)
-class EmbedderTrainConfig:
-    seed: int = 13
-    max_length: int = 128
+class EmbedderTrainConfig(TrainingConfig):
+    """The shared training settings (:class:`TrainingConfig`, whose defaults are this trainer's)
+    and the bi-encoder's own."""
+
     batch_size: int = 16
-    negatives: int = 1
-    negative_pool: int = 30
-    learning_rate: float = 2e-5
-    warmup_fraction: float = 0.1
     scale: float = 20.0
-    epochs: int = 3
-    minutes: float = 15.0
-    steps: int | None = None
-    schedule_steps: int | None = None
-    dev_fraction: float = 0.2
     depth: int = 50
 
-    def __post_init__(self) -> None:
-        checks = {
-            "max_length must be 16..512": 16 <= self.max_length <= 512,
+    def checks(self) -> dict[str, bool]:
+        return {
+            **super().checks(),
             "batch_size must be >= 2": self.batch_size >= 2,
-            "negatives must be >= 0": self.negatives >= 0,
-            "negative_pool must be >= negatives": self.negative_pool >= self.negatives,
-            "learning_rate must be > 0": self.learning_rate > 0,
             "warmup_fraction must lie in [0, 1)": 0.0 <= self.warmup_fraction < 1.0,
             "scale must be > 0": self.scale > 0,
-            "epochs must be >= 1": self.epochs >= 1,
-            "minutes must be > 0": self.minutes > 0,
-            "steps must be >= 1": self.steps is None or self.steps >= 1,
-            "schedule_steps must be >= 1": self.schedule_steps is None or self.schedule_steps >= 1,
-            "dev_fraction must lie in [0, 0.9]": 0.0 <= self.dev_fraction <= 0.9,
             "depth must be >= 10": self.depth >= 10,
         }
-        bad = [msg for msg, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError("; ".join(bad))
 
 
 @dataclass(frozen=True)
@@ -206,20 +189,6 @@ def false_negative_mask(
     ]
 
 
-def lr_factor(step: int, planned: int, warmup_fraction: float) -> float:
-    """Linear warm-up over the first ``warmup_fraction`` of ``planned`` steps, then linear decay
-    to 0 at ``planned``."""
-    warmup = max(1, int(planned * warmup_fraction))
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, 1.0 - (step - warmup) / max(1, planned - warmup))
-
-
-def fit_to_budget(planned: int, minutes: float, seconds_per_step: float) -> int:
-    """The schedule length a time budget allows at the measured pace (at least 6 steps)."""
-    return min(planned, max(6, int(minutes * 60 / max(seconds_per_step, 1e-9))))
-
-
 def top_chunks(
     query_vecs: NDArray[np.float32], passage_vecs: NDArray[np.float32], depth: int
 ) -> list[list[int]]:
@@ -322,7 +291,6 @@ def _embed(model: Any, texts: list[str]) -> Any:
     return torch.nn.functional.normalize(out, dim=-1)
 
 
-# Stays whole: one torch loop, whose wall-clock budget, schedule and stopping rule read together.
 def train(
     model: Any,
     examples: Sequence[Example],
@@ -335,30 +303,26 @@ def train(
 
     The schedule spans ``cfg.schedule_steps``, else ``cfg.epochs`` passes; under a time budget
     (neither ``steps`` nor ``schedule_steps`` given) it is shortened to the steps the budget
-    allows, measured over the first 5 steps, so the decay ends at the deadline. Training stops
-    at the end of the schedule, at ``cfg.steps``, or (time budget only) at the deadline;
-    ``--steps S --schedule-steps P`` replays a budgeted run step for step.
+    allows, measured over the first 5 steps, so the decay ends at the deadline, and the warm-up
+    shrinks with it. Training stops at the end of the schedule, at ``cfg.steps``, or (time budget
+    only) at the deadline; ``--steps S --schedule-steps P`` replays a budgeted run step for step.
+    See ``training`` for both.
     """
     import torch
 
     if not examples:
         raise ValueError("no training examples: nothing to train on (see the mining counts)")
     torch.manual_seed(cfg.seed)
+    stats = TrainStats()
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    stats = TrainStats(planned_steps=cfg.schedule_steps or per_epoch * cfg.epochs)
-    stop_at = min(stats.planned_steps, cfg.steps or stats.planned_steps)
-    budgeted = cfg.steps is None and cfg.schedule_steps is None
+    schedule = Schedule.plan(cfg, per_epoch, refit_warmup=True)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: lr_factor(s, stats.planned_steps, cfg.warmup_fraction)
-    )
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.factor)
     model.max_seq_length = cfg.max_length
     model.train()
-    t0 = time.perf_counter()
-    deadline = t0 + cfg.minutes * 60
-    running: list[float] = []
+    loop = StepLoop(cfg, schedule, stats, loss_every=10, on_step=on_step)
     queue: list[list[Example]] = []
-    while stats.steps < stop_at:
+    while loop.going():
         if not queue:
             queue = make_batches(examples, cfg.batch_size, cfg.seed + stats.epochs_started)
             stats.epochs_started += 1
@@ -374,28 +338,10 @@ def train(
         opt.step()
         sched.step()
         opt.zero_grad()
-        stats.steps += 1
         stats.examples_seen += len(batch)
         stats.passages_seen += p.shape[0]
-        last = loss.item()
-        running.append(last)
-        if stats.steps % 10 == 0:
-            stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
-            running = []
-        now = time.perf_counter()
-        if budgeted and stats.steps == 5:
-            stats.planned_steps = fit_to_budget(stats.planned_steps, cfg.minutes, (now - t0) / 5)
-            stop_at = stats.planned_steps
-        if on_step:
-            on_step(stats.steps, stats.planned_steps, last)
-        if cfg.steps is None and now >= deadline:
-            stats.stopped_by = "time budget"
-            break
-    else:
-        stats.stopped_by = "steps" if cfg.steps else "planned steps"
-    if running:
-        stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
-    stats.seconds = round(time.perf_counter() - t0, 1)
+        loop.step_done(loss.item())
+    loop.finish()
     model.max_seq_length = SERVE_MAX_LENGTH
     model.eval()
     return stats

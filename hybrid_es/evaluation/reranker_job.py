@@ -9,7 +9,6 @@ blend weight on held-out queries, and save a CrossEncoder folder whose
 from __future__ import annotations
 
 import json
-import platform
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,10 @@ from hybrid_es.evaluation.reranker_train import (
     init_model,
     keep_layers,
     mine_groups,
-    split_queries,
     train,
     with_teacher,
 )
+from hybrid_es.evaluation.training import check_out_folder, machine, replay, split_queries
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.retrieval.analysis import dominant_script
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
@@ -77,11 +76,10 @@ def train_reranker(
     ``es`` is an engine, or a client it wraps. Raises ConfigurationError when ``out`` is not
     empty and ``force`` is not set (nothing is done), IngestError when the dataset cannot be read.
     """
-    import torch
+    import torch  # noqa: F401  (as before: without torch, fail before any work)
 
     progress = progress or NoProgress()
-    if out.exists() and any(out.iterdir()) and not force:
-        raise ConfigurationError(f"{out} is not empty", hint="pass --force to overwrite it")
+    check_out_folder(out, force)
     if cfg.layers:
         check_layers(base, cfg.layers)
     qrels = read_qrels(dataset, split)
@@ -124,12 +122,11 @@ def train_reranker(
         "groups": len(groups),
         "skipped": skipped,
         "training": stats.as_dict(),
-        "machine": f"{torch.get_num_threads()} torch threads, {platform.platform()}",
+        "machine": machine(),
         "dev_ndcg10_by_weight": {str(w): round(v, 4) for w, v in table.items()},
         "blend_weight": weight,
         "command": command,
-        "replay": f"--steps {stats.steps} --schedule-steps {stats.planned_steps} "
-        f"--epochs {cfg.epochs} --seed {cfg.seed}",
+        "replay": replay(cfg, stats),
     }
     (out / METADATA_FILE).write_text(json.dumps(meta, indent=2))
     return TrainedReranker(out, meta, table)

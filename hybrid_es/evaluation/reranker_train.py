@@ -20,61 +20,49 @@ all-MiniLM-L6-v2 encoder (a BERT with a fresh one-logit head). The recipe, and w
 - **Bounded and reproducible**: seeded data order and initialisation; a wall-clock budget
   (``minutes``) whose step count is recorded, and ``steps`` to replay exactly that many steps.
 
-The pure parts (splitting, mining, choosing the weight) are separate from the torch loop.
+The pure parts (mining, choosing the weight) are separate from the torch loop; the settings both
+trainers take, the held-out split, the schedule and the loop's bookkeeping are in ``training``.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from hybrid_es.evaluation.metrics import evaluate
+from hybrid_es.evaluation.training import Schedule, StepLoop, TrainingConfig
+from hybrid_es.evaluation.training import split_queries as split_queries  # re-exported
 from hybrid_es.retrieval import fusion
 
 BLEND_GRID = tuple(round(i / 10, 1) for i in range(11))
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    seed: int = 13
-    max_length: int = 128
+class TrainConfig(TrainingConfig):
+    """The shared training settings (:class:`TrainingConfig`) with this trainer's defaults, and
+    the cross-encoder's own."""
+
     negatives: int = 7
-    negative_pool: int = 30
     learning_rate: float = 3e-5
-    warmup_fraction: float = 0.1
-    epochs: int = 3
     minutes: float = 20.0
-    steps: int | None = None
-    schedule_steps: int | None = None
     groups_per_step: int = 2
-    dev_fraction: float = 0.2
     rerank_depth: int = 20
     layers: int | None = None
     distill_weight: float = 0.5
 
-    def __post_init__(self) -> None:
-        checks = {
-            "max_length must be 16..512": 16 <= self.max_length <= 512,
-            "negatives must be >= 1": self.negatives >= 1,
-            "negative_pool must be >= negatives": self.negative_pool >= self.negatives,
-            "learning_rate must be > 0": self.learning_rate > 0,
-            "epochs must be >= 1": self.epochs >= 1,
-            "minutes must be > 0": self.minutes > 0,
-            "steps must be >= 1": self.steps is None or self.steps >= 1,
-            "schedule_steps must be >= 1": self.schedule_steps is None or self.schedule_steps >= 1,
+    min_negatives: ClassVar[int] = 1
+
+    def checks(self) -> dict[str, bool]:
+        return {
+            **super().checks(),
             "groups_per_step must be >= 1": self.groups_per_step >= 1,
-            "dev_fraction must lie in [0, 0.9]": 0.0 <= self.dev_fraction <= 0.9,
             "rerank_depth must be >= 2": self.rerank_depth >= 2,
             "layers must be >= 1": self.layers is None or self.layers >= 1,
             "distill_weight must lie in [0, 1]": 0.0 <= self.distill_weight <= 1.0,
         }
-        bad = [msg for msg, ok in checks.items() if not ok]
-        if bad:
-            raise ValueError("; ".join(bad))
 
 
 @dataclass(frozen=True)
@@ -100,16 +88,6 @@ class Group:
     @property
     def passages(self) -> tuple[str, ...]:
         return (self.positive, *self.negatives)
-
-
-def split_queries(
-    qids: Sequence[str], dev_fraction: float, seed: int
-) -> tuple[list[str], list[str]]:
-    """(train, dev): a seeded shuffle of the sorted ids, the first ``dev_fraction`` held out."""
-    order = sorted(qids)
-    random.Random(seed).shuffle(order)
-    n_dev = round(len(order) * dev_fraction)
-    return sorted(order[n_dev:]), sorted(order[:n_dev])
 
 
 def best_chunk_per_doc(ranked: Sequence[Candidate]) -> list[Candidate]:
@@ -304,7 +282,6 @@ def listwise_loss(logits: Any, teacher: Any | None, distill_weight: float) -> An
     return (1.0 - distill_weight) * hard + distill_weight * soft
 
 
-# Stays whole: one torch loop, whose wall-clock budget, schedule and stopping rule read together.
 def train(
     model: Any,
     tokenizer: Any,
@@ -318,10 +295,11 @@ def train(
 
     The schedule spans ``cfg.schedule_steps``, else ``cfg.epochs`` passes; under a time budget
     (neither ``steps`` nor ``schedule_steps`` given) it is shortened to the steps the budget
-    allows, measured over the first steps, so the decay ends at the deadline. Training stops at
-    the end of the schedule, at ``cfg.steps``, or (time budget only) at the deadline. The stats
-    record both numbers: ``--steps S --schedule-steps P`` replays a budgeted run step for step.
-    ``on_step(step, planned, loss)`` reports progress.
+    allows, measured over the first steps, so the decay ends at the deadline; the warm-up keeps
+    the length first planned. Training stops at the end of the schedule, at ``cfg.steps``, or
+    (time budget only) at the deadline. The stats record both numbers: ``--steps S
+    --schedule-steps P`` replays a budgeted run's steps (its warm-up, a share of P, can be
+    shorter). ``on_step(step, planned, loss)`` reports progress. See ``training`` for both.
     """
     import torch
 
@@ -329,27 +307,18 @@ def train(
         raise ValueError("no training groups: nothing to train on (see the mining counts)")
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
+    stats = TrainStats()
     per_epoch = math.ceil(len(groups) / cfg.groups_per_step)
-    stats = TrainStats(planned_steps=cfg.schedule_steps or per_epoch * cfg.epochs)
-    stop_at = min(stats.planned_steps, cfg.steps or stats.planned_steps)
-    fit_to_budget = cfg.steps is None and cfg.schedule_steps is None
-    warmup = max(1, int(stats.planned_steps * cfg.warmup_fraction))
-
-    def lr_at(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        rest = max(1, stats.planned_steps - warmup)
-        return max(0.0, 1.0 - (step - warmup) / rest)
-
+    # Unlike the embedder's, this warm-up keeps the length first planned when a time budget
+    # shortens the schedule: how this trainer always ran, kept so its numbers do not change.
+    schedule = Schedule.plan(cfg, per_epoch, refit_warmup=False)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.factor)
     model.train()
     n = 1 + cfg.negatives
-    t0 = time.perf_counter()
-    deadline = t0 + cfg.minutes * 60
-    running: list[float] = []
+    loop = StepLoop(cfg, schedule, stats, loss_every=25, on_step=on_step)
     order: list[Group] = []
-    while stats.steps < stop_at:
+    while loop.going():
         if not order:
             order = list(groups)
             rng.shuffle(order)
@@ -363,28 +332,9 @@ def train(
         opt.step()
         sched.step()
         opt.zero_grad()
-        stats.steps += 1
         stats.groups_seen += len(batch)
         stats.pairs_seen += len(pairs)
-        last = loss.item()
-        running.append(last)
-        if stats.steps % 25 == 0:
-            stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
-            running = []
-        now = time.perf_counter()
-        if fit_to_budget and stats.steps == 5:  # fit the schedule to the time budget
-            per_step = (now - t0) / 5
-            stats.planned_steps = min(stats.planned_steps, max(6, int(cfg.minutes * 60 / per_step)))
-            stop_at = stats.planned_steps
-        if on_step:
-            on_step(stats.steps, stats.planned_steps, last)
-        if cfg.steps is None and now >= deadline:
-            stats.stopped_by = "time budget"
-            break
-    else:
-        stats.stopped_by = "steps" if cfg.steps else "planned steps"
-    if running:
-        stats.loss_curve.append((stats.steps, round(sum(running) / len(running), 4)))
-    stats.seconds = round(time.perf_counter() - t0, 1)
+        loop.step_done(loss.item())
+    loop.finish()
     model.eval()
     return stats
