@@ -27,17 +27,20 @@ def fuse_legs(
     alpha: fusion_mod.Alpha,
     rank_constant: int,
     window: int,
-) -> list[Candidate]:
+) -> tuple[list[Candidate], float | None]:
     """The fused candidates: client-side RRF or linear fusion over the legs, or the cluster's
-    own fused order (``native``) with each candidate's per-leg ranks taken from the legs."""
+    own fused order (``native``) with each candidate's per-leg ranks taken from the legs; and
+    the dense weight linear fusion used (``fusion.dense_weight``, read once; None for RRF)."""
     w = window
     by_id: dict[str, dict[str, Any]] = {}
     for h in [*sparse_hits, *dense_hits, *((native or {}).get("hits", {}).get("hits", []))]:
         by_id.setdefault(h["_id"], h)
     sparse_scores = {h["_id"]: lucene_score(h) for h in sparse_hits}
     dense_scores = {h["_id"]: lucene_score(h) for h in dense_hits}
+    weight = None
     if path in ("client-linear", "native-linear"):
-        fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, alpha)
+        weight = fusion_mod.dense_weight(alpha, sparse_scores, dense_scores)
+        fused = fusion_mod.hybrid_linear(sparse_scores, dense_scores, weight)
     else:
         # One leg alone is its own ranking: RRF over a single list preserves its order.
         fused = fusion_mod.rrf(
@@ -56,7 +59,7 @@ def fuse_legs(
         pairs = [(doc, score, ranks.get(doc, (None, None))) for score, doc in scored]
     else:
         pairs = [(f.doc_id, f.score, f.ranks) for f in fused[:w]]
-    return [
+    candidates = [
         Candidate(
             key=doc,
             chunk_id=local_id(by_id[doc]),
@@ -70,17 +73,7 @@ def fuse_legs(
         )
         for doc, score, r in pairs
     ]
-
-
-def leg_weight(
-    alpha: fusion_mod.Alpha, sparse_hits: list[dict[str, Any]], dense_hits: list[dict[str, Any]]
-) -> float:
-    """The dense weight linear fusion gives this query's legs (``fusion.dense_weight``)."""
-    return fusion_mod.dense_weight(
-        alpha,
-        {h["_id"]: lucene_score(h) for h in sparse_hits},
-        {h["_id"]: lucene_score(h) for h in dense_hits},
-    )
+    return candidates, weight
 
 
 def lucene_score(hit: dict[str, Any]) -> float:

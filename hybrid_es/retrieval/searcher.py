@@ -59,7 +59,7 @@ from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
 from hybrid_es.retrieval.analysis import cap_terms
 from hybrid_es.retrieval.answers import HybridUnderDls, check_answers, sent_digest
-from hybrid_es.retrieval.candidates import fuse_legs, leg_weight, local_id
+from hybrid_es.retrieval.candidates import fuse_legs, local_id
 from hybrid_es.retrieval.dialects import (
     Dialect,
     dialect_for,
@@ -765,12 +765,9 @@ class HybridSearcher:
 
         t = time.perf_counter()
         with telemetry.span("hybrid_es.fusion", fusion_path=path) as sp:
-            candidates = self._fuse(path, sparse_hits, dense_hits, fused_resp)
+            candidates, weight = self._fuse(path, sparse_hits, dense_hits, fused_resp)
             sp.set(candidates=len(candidates))
         timings["fusion"] = ms_since(t)
-        weight = (
-            leg_weight(self.alpha, sparse_hits, dense_hits) if path.endswith("linear") else None
-        )
         return Retrieved(
             path,
             reason,
@@ -786,7 +783,7 @@ class HybridSearcher:
         sparse_hits: list[dict[str, Any]],
         dense_hits: list[dict[str, Any]],
         native: dict[str, Any] | None,
-    ) -> list[Candidate]:
+    ) -> tuple[list[Candidate], float | None]:
         return fuse_legs(
             path,
             sparse_hits,
