@@ -91,14 +91,14 @@ class Settings(BaseSettings):
 
     embedder: str = "auto"
     """``auto`` (each chunks index takes the English MiniLM or the multilingual e5 from the
-    scripts of its first documents, and keeps it: ``retrieval.embedder_choice``), ``minilm``,
+    scripts of its first documents, and keeps it: ``encoders.embedder_choice``), ``minilm``,
     ``e5``, or a sentence-transformers model name or folder for every index."""
     embed_threads: int = Field(default=1, ge=0, le=256)
     """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
     per core). One by default: with two, a query that runs beside another busy process waits on
     OpenMP's spinning barriers (2 cores, one client: p95 30 ms at one thread, 800 ms at two);
-    see ``retrieval.embedder``. Passages (ingest) keep the runtime's count. For ``e5`` the same
-    count of OpenMP threads (``retrieval.embedder.omp_threads``: on all cores its query p95 was
+    see ``encoders.embedder``. Passages (ingest) keep the runtime's count. For ``e5`` the same
+    count of OpenMP threads (``encoders.embedder.omp_threads``: on all cores its query p95 was
     1,282 ms under load, on one 67 ms)."""
     embed_batch: int = Field(default=8, ge=1, le=256)
     """Most concurrent searches' queries embedded in one model call (1: each alone); see

@@ -35,7 +35,7 @@ What the peer is fed, and what differs from ``hybrid-es eval``:
 - Haystack runs the two retrievers one after the other (each a ``_search``; the kNN one pages 10
   hits at a time up to k), ours sends both legs in one ``_msearch``.
 - Ranker: Haystack scores the chunk's ``content`` (header + chunk) and orders by the
-  cross-encoder alone; ours scores ``title + chunk`` (``retrieval.reranker.rerank_passage``) and
+  cross-encoder alone; ours scores ``title + chunk`` (``encoders.reranker.rerank_passage``) and
   may blend with the fused score (the weight stored by ``hybrid-es reranker train``). Both
   truncate at ``--rerank-max-length`` tokens (256, ours).
 - No policy filter on the peer (ours filters inside every leaf and re-checks every hit).
@@ -557,7 +557,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     args.embedder_path = args.embedder_path or default_embedder()
-    from hybrid_es.retrieval.embedder import quiet_transformers
+    from hybrid_es.encoders.embedder import quiet_transformers
 
     quiet_transformers()
     name = args.dataset.resolve().name.lower().replace("_", "-")

@@ -34,13 +34,13 @@ from rich.console import Console
 from rich.table import Table
 
 from hybrid_es.cli.common import client, settings
+from hybrid_es.encoders.embedder import make_embedder
+from hybrid_es.encoders.reranker import PRECISIONS, CrossEncoderReranker
 from hybrid_es.evaluation.collection import default_index, ingest_collection
 from hybrid_es.evaluation.metrics import evaluate
 from hybrid_es.evaluation.reranker_train import best_chunk_per_doc, reranked_run
 from hybrid_es.evaluation.runner import percentile
 from hybrid_es.ingest.beir import read_qrels, read_queries
-from hybrid_es.retrieval.embedder import make_embedder
-from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
 
 def parse_configs(spec: str) -> list[tuple[str, int, int | None]]:

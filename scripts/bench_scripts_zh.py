@@ -2,7 +2,7 @@
 """Traditional and Simplified Chinese across each other: nDCG@10 with script folding on and off.
 
 A BEIR-layout Chinese collection (XQuAD-zh: Simplified) is converted with OpenCC, the converter
-the folding uses (``hybrid_es.retrieval.folding``): its corpus to Traditional (``s2t``) and to
+the folding uses (``hybrid_es.text.folding``): its corpus to Traditional (``s2t``) and to
 Taiwan's standard forms and vocabulary (``s2twp``), its questions likewise. Each corpus is
 ingested into an index of its own, once with folding (today's ingest) and once without (the
 fold replaced by the identity at ingest and at query time, as before issue 26), and each
@@ -42,7 +42,7 @@ from hybrid_es.evaluation.bench import (
 from hybrid_es.evaluation.collection import EVAL_TENANT, Collection, ingest_collection
 from hybrid_es.evaluation.runner import run_pipeline
 from hybrid_es.ingest.beir import read_corpus, read_qrels, read_queries
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
+from hybrid_es.text.analysis import ANALYSIS_VERSION
 
 SCRIPTS = {"hans": None, "hant": "s2t", "twp": "s2twp"}
 """Script label -> the OpenCC configuration that makes it from the Simplified original."""

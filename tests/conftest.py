@@ -229,7 +229,7 @@ def wire(es, settings):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
-    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.encoders.embedder import make_embedder
 
     return make_embedder("minilm")
 

@@ -59,6 +59,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ValidationError
 
 from hybrid_es.adapters import provenance as prov
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.errors import (
     BadQueryError,
     BulkIndexError,
@@ -69,7 +70,6 @@ from hybrid_es.errors import (
 from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
 from hybrid_es.models import Hit, Principal, Record, RequestScope, SearchResponse
-from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.records import MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 
@@ -92,7 +92,7 @@ def stable_id(text: str, metadata: dict[str, Any]) -> str:
 
 
 class HybridEsEmbeddings(Embeddings):
-    """A hybrid-es :class:`~hybrid_es.retrieval.embedder.Embedder` as LangChain ``Embeddings``:
+    """A hybrid-es :class:`~hybrid_es.encoders.embedder.Embedder` as LangChain ``Embeddings``:
     documents as passages, queries as queries (models such as E5 embed them differently)."""
 
     def __init__(self, embedder: Embedder) -> None:

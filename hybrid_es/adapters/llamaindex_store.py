@@ -72,14 +72,14 @@ from hybrid_es.adapters.llamaindex import chunk_node, record_metadata
 from hybrid_es.adapters.llamaindex_filters import check_llamaindex_filters
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
 from hybrid_es.errors import BadQueryError, BulkIndexError, ConfigurationError, PolicyViolationError
 from hybrid_es.identity import SEPARATOR
 from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
 from hybrid_es.metadata_fields import ENV_NAME, FilterableField, fields_from_mapping
 from hybrid_es.models import Principal, Record, RequestScope
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import Embedders, make_embedders
 from hybrid_es.retrieval.records import MAX_IDS, MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings

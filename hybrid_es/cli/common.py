@@ -251,7 +251,7 @@ def make_searcher(
     loads its models up front (``HybridSearcher.warm_up``; the reranker too with ``rerank``).
     Commands that may not embed at all, such as ``packet show``, leave them to load on first
     use."""
-    from hybrid_es.retrieval.embedder_choice import make_embedders
+    from hybrid_es.encoders.embedder_choice import make_embedders
     from hybrid_es.traces.wiring import traced_searcher
 
     mode = fusion or s.fusion

@@ -62,9 +62,9 @@ def train_command(
 ) -> None:
     """Mine hard negatives with hybrid RRF, fine-tune the bi-encoder, score held-out queries
     before and after, and save a sentence-transformers folder that --embedder can name."""
+    from hybrid_es.encoders.embedder import make_embedder
     from hybrid_es.evaluation.embedder_job import train_embedder
     from hybrid_es.evaluation.embedder_train import EmbedderTrainConfig
-    from hybrid_es.retrieval.embedder import make_embedder
 
     cfg = training_config(
         EmbedderTrainConfig,

@@ -75,10 +75,10 @@ def eval_command(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
+    from hybrid_es.encoders.embedder_choice import make_embedders
+    from hybrid_es.encoders.reranker import PRECISIONS, CrossEncoderReranker
     from hybrid_es.errors import ConfigurationError
     from hybrid_es.evaluation.run import EvalRequest, evaluate_dataset, write_report
-    from hybrid_es.retrieval.embedder_choice import make_embedders
-    from hybrid_es.retrieval.reranker import PRECISIONS, CrossEncoderReranker
 
     if precision not in PRECISIONS:
         raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")

@@ -122,11 +122,11 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
+    from hybrid_es.encoders.embedder_choice import make_embedders
     from hybrid_es.errors import ConfigurationError
     from hybrid_es.ingest.indexer import DEFAULT_ACLS
     from hybrid_es.ingest.loaders import read_field_map
     from hybrid_es.ingest.run import PathIngest, ingest_path, with_suffixes
-    from hybrid_es.retrieval.embedder_choice import make_embedders
 
     s = settings()
     principal = make_principal(tenant, user)

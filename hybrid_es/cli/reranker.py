@@ -108,9 +108,9 @@ def train_command(
 ) -> None:
     """Mine hard negatives with hybrid RRF, fine-tune, choose the blend weight on held-out
     queries, and save a CrossEncoder folder that HYBRID_ES_RERANKER_MODEL can point at."""
+    from hybrid_es.encoders.embedder import make_embedder
     from hybrid_es.evaluation.reranker_job import train_reranker
     from hybrid_es.evaluation.reranker_train import TrainConfig
-    from hybrid_es.retrieval.embedder import make_embedder
 
     cfg = training_config(
         TrainConfig,

@@ -13,8 +13,8 @@ from typing import Any
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.engine import Engine, as_engine, connect
+from hybrid_es.encoders.embedder import Embedder, make_embedder
 from hybrid_es.errors import EngineError
-from hybrid_es.retrieval.embedder import Embedder, make_embedder
 from hybrid_es.settings import Settings
 
 

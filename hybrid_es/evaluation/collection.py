@@ -16,14 +16,14 @@ from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.reranker import rerank_passage
 from hybrid_es.evaluation.progress import NoProgress, Progress
 from hybrid_es.evaluation.reranker_train import Candidate
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Chunker, Ingestor, IngestReport
 from hybrid_es.models import EVERYONE, Principal, RequestScope
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.reranker import rerank_passage
 from hybrid_es.retrieval.searcher import HybridSearcher
 
 EVAL_TENANT = "eval"

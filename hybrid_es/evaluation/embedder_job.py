@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.evaluation.collection import (
     EVAL_PRINCIPAL,
     EVAL_TENANT,
@@ -45,7 +46,6 @@ from hybrid_es.evaluation.training import check_out_folder, machine, replay, spl
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
-from hybrid_es.retrieval.embedder import Embedder
 
 
 @dataclass(frozen=True)

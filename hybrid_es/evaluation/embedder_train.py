@@ -261,7 +261,7 @@ def load_model(base: str) -> Any:
     """The sentence-transformers model at ``base`` (a folder or a name), on the CPU."""
     from sentence_transformers import SentenceTransformer
 
-    from hybrid_es.retrieval.embedder import quiet_transformers
+    from hybrid_es.encoders.embedder import quiet_transformers
 
     quiet_transformers()
     return SentenceTransformer(base, device="cpu")

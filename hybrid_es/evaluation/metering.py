@@ -12,8 +12,8 @@ import hashlib
 import math
 import time
 
+from hybrid_es.encoders.embedder import Embedder, Vectors
 from hybrid_es.ingest.chunking import estimate_tokens
-from hybrid_es.retrieval.embedder import Embedder, Vectors
 
 
 class MeteredEmbedder:

@@ -20,7 +20,7 @@ from typing import Any
 
 from hybrid_es.evaluation.metrics import evaluate
 from hybrid_es.retrieval import fusion as F
-from hybrid_es.retrieval.analysis import dominant_script
+from hybrid_es.text.analysis import dominant_script
 
 Leg = Sequence[tuple[str, str, float]]
 """(chunk id, document id, score) in rank order."""

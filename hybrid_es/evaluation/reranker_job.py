@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.reranker import METADATA_FILE, CrossEncoderReranker, rerank_passage
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import (
     EVAL_TENANT,
@@ -36,10 +38,8 @@ from hybrid_es.evaluation.reranker_train import (
 )
 from hybrid_es.evaluation.training import check_out_folder, machine, replay, split_queries
 from hybrid_es.ingest.beir import read_qrels, read_queries
-from hybrid_es.retrieval.analysis import dominant_script
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.reranker import METADATA_FILE, CrossEncoderReranker, rerank_passage
+from hybrid_es.text.analysis import dominant_script
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def init_model(base: str) -> tuple[Any, Any]:
     """A one-logit BertForSequenceClassification seeded from the encoder at ``base``."""
     from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from hybrid_es.retrieval.embedder import quiet_transformers
+    from hybrid_es.encoders.embedder import quiet_transformers
 
     quiet_transformers()
     tokenizer = AutoTokenizer.from_pretrained(base)

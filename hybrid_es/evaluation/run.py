@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import SAMPLE, Embedders
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.evaluation.collection import (
     EVAL_TENANT,
@@ -38,11 +41,8 @@ from hybrid_es.evaluation.runner import (
 from hybrid_es.ingest.beir import read_corpus, read_qrels, read_queries
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Chunker
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import SAMPLE, Embedders
 from hybrid_es.retrieval.fusion import DEFAULT_ALPHA, Alpha
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS, MAX_QUERY_TERMS, RetrievalParams
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 
 
@@ -62,7 +62,7 @@ class EvalRequest:
     embedder_name: str = "auto"
     client_terms: bool = True
     """Query the client-side analysed terms beside the engine's own analysis (see
-    ``retrieval.analysis``)."""
+    ``text.analysis``)."""
     max_query_chars: int = MAX_QUERY_CHARS
     """Longer queries are refused, and recorded as failed (``HYBRID_ES_MAX_QUERY_CHARS``)."""
     max_query_terms: int = MAX_QUERY_TERMS

@@ -2,5 +2,5 @@
 the pure skip/write plan, and the indexer that writes a caller's documents.
 
 Entry points: ``run.ingest_path`` (a file or folder, as the CLI does) and ``indexer.Ingestor``.
-May import: retrieval (the embedder, text analysis, identifiers), cluster and the ground modules.
+May import: retrieval (the chunks door), encoders, text, cluster and the ground modules.
 """

@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from hybrid_es.ingest.chunking import Chunk, estimate_tokens
 from hybrid_es.ingest.code_outline import Definition, definitions, enclosing, is_code, summary
 from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.identifiers import extract_identifiers
+from hybrid_es.text.identifiers import extract_identifiers
 
 EXTRACTIVE_PROMPT_VERSION = "extractive-v2"
 NO_HEADER_VERSION = "none-v1"

@@ -48,6 +48,8 @@ from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.retries import while_shards_start
 from hybrid_es.cluster.templates import vector_dims, vector_field_problem
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import SAMPLE, Embedders
 from hybrid_es.errors import (
     BulkIndexError,
     ConfigurationError,
@@ -69,8 +71,6 @@ from hybrid_es.ingest.plan import build_chunk_records, plan_document
 from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping, filter_values
 from hybrid_es.models import EVERYONE, Principal
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import SAMPLE, Embedders
 from hybrid_es.tenancy import IndexLayout
 
 __all__ = ["IngestReport", "Ingestor", "build_chunk_records", "chunk_id", "plan_document"]
@@ -175,7 +175,7 @@ class Ingestor:
         self.client = client
         self.embedders = Embedders.of(embedder)
         """One fixed embedder, or ``auto``: chosen per index from its first documents' scripts
-        (``retrieval.embedder_choice``)."""
+        (``encoders.embedder_choice``)."""
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.client.guard(self.layout.chunks)
         self.corpus_state = corpus_state or CorpusState(self.client, self.layout.corpus_state)

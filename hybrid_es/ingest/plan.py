@@ -19,9 +19,9 @@ from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.chunking import Chunk, chunk_document
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms, code_terms
-from hybrid_es.retrieval.folding import fold_for_matching
-from hybrid_es.retrieval.identifiers import extract_identifiers
+from hybrid_es.text.analysis import ANALYSIS_VERSION, client_terms, code_terms
+from hybrid_es.text.folding import fold_for_matching
+from hybrid_es.text.identifiers import extract_identifiers
 
 
 def text_hash(text: str) -> str:
@@ -60,7 +60,7 @@ def build_chunk_records(
     doc_hash = doc.content_hash()
     doc_ids = [*doc.contract_ids, *doc.room_codes, *doc.booking_ids, *doc.property_ids]
     # What BM25 matches on is folded (Traditional Chinese as Simplified, full width as ASCII:
-    # retrieval.folding); what is stored and shown keeps the text as written.
+    # text.folding); what is stored and shown keeps the text as written.
     title_folded = fold_for_matching(doc.title)
     records = []
     for ch, header in zip(chunks, headers, strict=True):

@@ -15,6 +15,8 @@ from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.ingest.chunking import chunk_document, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
@@ -27,8 +29,6 @@ from hybrid_es.ingest.loaders import (
     load_documents,
 )
 from hybrid_es.models import Principal
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.tenancy import IndexLayout
 
 FORMATS = ("auto", "jsonl", "beir", "folder")

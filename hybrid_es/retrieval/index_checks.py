@@ -15,12 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import AuthenticationError, ConfigurationError, EngineError, ModelError
 from hybrid_es.metadata_fields import FilterableField, fields_from_mapping
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.filters import filter_summary
 
 

@@ -31,10 +31,10 @@ from typing import Any
 from elasticsearch.dsl.query import Match, MultiMatch, Query, Terms
 
 from hybrid_es.errors import BadQueryError, PolicyViolationError
-from hybrid_es.retrieval.analysis import cap_terms, client_terms, code_terms, has_cjk
-from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.retrieval.fusion import DEFAULT_RANK_CONSTANT
-from hybrid_es.retrieval.identifiers import extract_identifiers
+from hybrid_es.text.analysis import cap_terms, client_terms, code_terms, has_cjk
+from hybrid_es.text.folding import fold_for_matching
+from hybrid_es.text.identifiers import extract_identifiers
 
 MAX_QUERY_CHARS = 10_000
 """The default longest query (``RetrievalParams.max_query_chars``, ``HYBRID_ES_MAX_QUERY_CHARS``),

@@ -9,8 +9,8 @@ never read for another's index.
 
 from __future__ import annotations
 
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import Embedders
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.retrieval.query_batcher import QueryBatcher
 from hybrid_es.retrieval.vector_cache import QueryVectorCache
 

@@ -34,6 +34,9 @@ from hybrid_es import telemetry
 from hybrid_es.cluster.capabilities import fuses_per_shard, native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.encoders.embedder import Embedder, covers, ensure_loaded, needs_loading
+from hybrid_es.encoders.embedder_choice import Embedders
+from hybrid_es.encoders.reranker import Reranker
 from hybrid_es.errors import (
     BadQueryError,
     CapabilityMissingError,
@@ -57,7 +60,6 @@ from hybrid_es.models import (
 from hybrid_es.retrieval import effects
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval import records as records_mod
-from hybrid_es.retrieval.analysis import cap_terms
 from hybrid_es.retrieval.answers import HybridUnderDls, check_answers, sent_digest
 from hybrid_es.retrieval.candidates import fuse_legs, local_id
 from hybrid_es.retrieval.dialects import (
@@ -67,8 +69,6 @@ from hybrid_es.retrieval.dialects import (
 )
 from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
-from hybrid_es.retrieval.embedder import Embedder, covers, ensure_loaded, needs_loading
-from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.filters import translate_filter
 from hybrid_es.retrieval.fusion_choice import choose_path, client_side, fallback_kind, per_shard
 from hybrid_es.retrieval.index_checks import IndexChecks
@@ -81,7 +81,6 @@ from hybrid_es.retrieval.queries import (
 )
 from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
 from hybrid_es.retrieval.query_vectors import QueryVectors
-from hybrid_es.retrieval.reranker import Reranker
 from hybrid_es.retrieval.stages import (
     Candidate,
     Reranked,
@@ -94,6 +93,7 @@ from hybrid_es.retrieval.stages import (
 )
 from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE
 from hybrid_es.tenancy import IndexLayout
+from hybrid_es.text.analysis import cap_terms
 
 FusionMode = Literal["auto", "native", "client"]
 FusionMethod = Literal["rrf", "linear"]
@@ -150,7 +150,7 @@ class HybridSearcher:
         self.dialect: Dialect = dialect_for(self.client.flavor)
         self.embedders = Embedders.of(embedder)
         """The embedder of each chunks index (one fixed model, or ``auto``: the model each index
-        records; ``retrieval.embedder_choice``)."""
+        records; ``encoders.embedder_choice``)."""
         self.layout = IndexLayout.fixed(index) if index else (layout or IndexLayout())
         self.client.guard(self.layout.chunks)
         self.reranker = reranker

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hybrid_es.encoders.embedder import ensure_loaded
+from hybrid_es.encoders.reranker import Reranker, rerank_passage
 from hybrid_es.errors import PolicyViolationError
 from hybrid_es.hashing import keyed_digest
 from hybrid_es.models import (
@@ -24,9 +26,7 @@ from hybrid_es.models import (
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
-from hybrid_es.retrieval.embedder import ensure_loaded
 from hybrid_es.retrieval.policy import authorize
-from hybrid_es.retrieval.reranker import Reranker, rerank_passage
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
+from hybrid_es.encoders.reranker import CrossEncoderReranker, Reranker
 from hybrid_es.hashing import PROCESS_KEY
 from hybrid_es.models import Principal, SearchResponse
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.embedder_choice import Embedders, make_embedders
 from hybrid_es.retrieval.queries import RetrievalParams
-from hybrid_es.retrieval.reranker import CrossEncoderReranker, Reranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.hooks import SearchTracer, search_hook

@@ -22,8 +22,8 @@ from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope, SearchResponse
-from hybrid_es.retrieval.folding import fold_for_matching
 from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.text.folding import fold_for_matching
 from tests.conftest import FIXTURES, owner, travel_documents
 
 pytestmark = pytest.mark.integration

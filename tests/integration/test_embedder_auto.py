@@ -16,11 +16,11 @@ import pytest
 
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import ModelError
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.embedder_choice import Embedders
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import owner, travel_documents

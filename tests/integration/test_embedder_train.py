@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.collection import default_index
 from hybrid_es.evaluation.embedder_train import METADATA_FILE
-from hybrid_es.retrieval.embedder import make_embedder
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"

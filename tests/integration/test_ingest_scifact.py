@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.encoders.embedder import Vectors
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.retrieval.embedder import Vectors
 from tests.conftest import owner, require_shared, unguarded
 
 pytestmark = pytest.mark.integration

@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from hybrid_es.cluster.capabilities import native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from hybrid_es.traces.documents import search_trace

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.traces.documents import search_trace
 from tests.conftest import ingest_as_owners, travel_documents

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from hybrid_es.encoders.embedder import make_embedder
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.evaluation.runner import EVAL_PRINCIPAL
-from hybrid_es.retrieval.embedder import make_embedder
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 

@@ -11,6 +11,7 @@ import pytest
 
 from hybrid_es.cluster.capabilities import native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.errors import (
     BadQueryError,
     CapabilityMissingError,
@@ -23,7 +24,6 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import ingest_as_owners, sent_searches, travel_documents
@@ -272,7 +272,7 @@ def test_a_chinese_query_over_the_chinese_fixture(es, embedder, fresh_indices):
 
 
 def test_the_multilingual_e5_embedder_end_to_end(es, fresh_indices):
-    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.encoders.embedder import make_embedder
 
     e5 = make_embedder("e5")
     _ingest(
@@ -394,7 +394,7 @@ def test_bad_input_gets_specific_errors(es, embedder, fresh_indices):
 
 
 def test_an_index_built_with_another_model_is_refused(es, embedder, fresh_indices):
-    from hybrid_es.retrieval.embedder import E5Embedder
+    from hybrid_es.encoders.embedder import E5Embedder
 
     _ingest(es, embedder, fresh_indices, travel_documents("D4-generic-brochure"))
     es.put_mapping(

@@ -561,7 +561,7 @@ def test_kql_translation_of_the_forms_the_panels_use():
 def test_every_lens_panel_runs_on_real_traces(  # type: ignore[no-untyped-def]
     es, embedder, corpus, trace_index, tiny_cross_encoder
 ):
-    from hybrid_es.retrieval.reranker import CrossEncoderReranker
+    from hybrid_es.encoders.reranker import CrossEncoderReranker
 
     writer = TraceWriter(es, trace_index, flush_interval=0.05)
     tracer = search_hook(writer)

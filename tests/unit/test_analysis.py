@@ -1,6 +1,6 @@
 """Client-side analysis: the terms an English-stemming, CJK-bigram analyzer would produce."""
 
-from hybrid_es.retrieval.analysis import client_terms
+from hybrid_es.text.analysis import client_terms
 
 
 def test_english_is_lowercased_stop_filtered_and_stemmed():

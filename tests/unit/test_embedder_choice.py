@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.errors import ModelError
-from hybrid_es.evaluation.metering import HashEmbedder
-from hybrid_es.retrieval.embedder_choice import (
+from hybrid_es.encoders.embedder_choice import (
     AUTO,
     AUTO_SHARE,
     ENGLISH,
@@ -15,6 +13,8 @@ from hybrid_es.retrieval.embedder_choice import (
     SAMPLE,
     Embedders,
 )
+from hybrid_es.errors import ModelError
+from hybrid_es.evaluation.metering import HashEmbedder
 
 ZH = "无障碍双床房每晚价格含早餐"
 EN = "The accessible twin room rate per night, breakfast included."

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from hybrid_es.encoders.embedder import MINILM_SCRIPTS, SentenceTransformerEmbedder, covers
 from hybrid_es.evaluation.metering import HashEmbedder
-from hybrid_es.retrieval.embedder import MINILM_SCRIPTS, SentenceTransformerEmbedder, covers
 
 
 def test_an_english_embedder_covers_latin_text_only() -> None:

@@ -1,4 +1,4 @@
-"""Script folding for matching (retrieval.folding): Traditional Chinese as Simplified, full-width
+"""Script folding for matching (text.folding): Traditional Chinese as Simplified, full-width
 forms as ASCII, everything else exactly as written; and the BM25 leg built on the folded form."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION, client_terms
-from hybrid_es.retrieval.folding import FOLD_VERSION, fold_for_matching
 from hybrid_es.retrieval.queries import matching_text, sparse_query
+from hybrid_es.text.analysis import ANALYSIS_VERSION, client_terms
+from hybrid_es.text.folding import FOLD_VERSION, fold_for_matching
 from tests.conftest import examples
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

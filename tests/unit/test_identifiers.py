@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybrid_es.retrieval.identifiers import MAX_IDS, extract_identifiers
+from hybrid_es.text.identifiers import MAX_IDS, extract_identifiers
 
 
 @pytest.mark.parametrize(

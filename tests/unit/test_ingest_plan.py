@@ -12,7 +12,7 @@ from hybrid_es.ingest.chunking import Chunk, chunk_text
 from hybrid_es.ingest.contextual import Header, fallback_version
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
+from hybrid_es.text.analysis import ANALYSIS_VERSION
 
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 MODEL = "model-a"

@@ -12,7 +12,10 @@ The layers, top to bottom (each may import its own layer and any layer below it)
     packets     evidence packets
     traces      trace documents, writer, hooks, reader
     ingest      documents, loaders, chunking, context headers, the indexer
-    retrieval   policy, queries, fusion, the searcher, embedder and cross-encoder, text analysis
+    retrieval   policy, queries, fusion, the searcher pipeline, the chunks door
+    encoders    the embedders, the per-index embedder choice, the cross-encoder (shared by ingest
+                and retrieval)
+    text        script folding, text analysis, identifier extraction (shared the same way)
     cluster     client, templates, bootstrap, capabilities, Kibana, corpus state
     ground      models, errors, settings, identity, hashing, tenancy, textsafe, client_options,
                 telemetry (OpenTelemetry spans and metrics; a no-op without it)
@@ -37,6 +40,8 @@ LAYERS = [
     "traces",
     "ingest",
     "retrieval",
+    "encoders",
+    "text",
     "cluster",
     "ground",
 ]

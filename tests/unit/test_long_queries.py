@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from hybrid_es.errors import BadQueryError
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.analysis import cap_terms
 from hybrid_es.retrieval.dialects import ElasticsearchDialect, OpenSearchDialect
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
@@ -30,6 +29,7 @@ from hybrid_es.retrieval.queries import (
 )
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from hybrid_es.text.analysis import cap_terms
 
 PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
@@ -234,7 +234,7 @@ LONG = " ".join(["Cells of the immune system respond to infection within hours."
 @pytest.mark.models
 @pytest.mark.parametrize("name", ["minilm", "e5"])
 def test_a_30000_character_query_embeds_within_the_token_window(name):
-    from hybrid_es.retrieval.embedder import make_embedder
+    from hybrid_es.encoders.embedder import make_embedder
 
     emb = make_embedder(name)
     vec = emb.embed_queries([LONG])

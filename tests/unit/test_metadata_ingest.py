@@ -18,7 +18,7 @@ from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.front_matter import MAX_LINES, split_front_matter
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_folder, load_jsonl
 from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
+from hybrid_es.text.analysis import ANALYSIS_VERSION
 
 FRONT = """---
 title: Kyoto supplier contract

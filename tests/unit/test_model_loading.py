@@ -2,9 +2,9 @@
 
 import pytest
 
+from hybrid_es.encoders.embedder import SentenceTransformerEmbedder
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.errors import ModelError
-from hybrid_es.retrieval.embedder import SentenceTransformerEmbedder
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 
 
 def test_a_missing_cross_encoder_is_a_model_error_with_a_hint():
@@ -46,7 +46,7 @@ def test_the_metered_embedder_counts_passages_and_passes_queries_through():
 def test_a_first_load_is_timed_apart_and_only_once():
     import time as _time
 
-    from hybrid_es.retrieval.embedder import LazyModel, ensure_loaded
+    from hybrid_es.encoders.embedder import LazyModel, ensure_loaded
 
     class Slow:
         def __init__(self) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from elasticsearch import Elasticsearch
 
-from hybrid_es.retrieval.embedder import DEFAULT_EMBED_THREADS, torch_threads
+from hybrid_es.encoders.embedder import DEFAULT_EMBED_THREADS, torch_threads
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
 from hybrid_es.settings import Settings

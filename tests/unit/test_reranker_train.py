@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hybrid_es.encoders.reranker import rerank_passage
 from hybrid_es.evaluation.reranker_train import (
     Candidate,
     TrainConfig,
@@ -13,7 +14,6 @@ from hybrid_es.evaluation.reranker_train import (
     split_queries,
 )
 from hybrid_es.retrieval.fusion import blend
-from hybrid_es.retrieval.reranker import rerank_passage
 
 
 def test_split_is_seeded_disjoint_and_complete():
@@ -113,7 +113,7 @@ def test_rerank_passage_is_title_then_chunk_without_the_extractive_header():
 
 
 def test_dominant_script_tells_chinese_questions_from_english_claims():
-    from hybrid_es.retrieval.analysis import dominant_script
+    from hybrid_es.text.analysis import dominant_script
 
     assert dominant_script("无障碍淋浴间 房价") == "cjk"
     assert dominant_script("KYO-H12 无障碍淋浴间的房价是多少") == "cjk"
@@ -125,7 +125,7 @@ def test_dominant_script_tells_chinese_questions_from_english_claims():
 def test_a_trained_reranker_gates_on_the_scripts_it_was_trained_on(tmp_path):
     import json
 
-    from hybrid_es.retrieval.reranker import METADATA_FILE, CrossEncoderReranker
+    from hybrid_es.encoders.reranker import METADATA_FILE, CrossEncoderReranker
 
     (tmp_path / METADATA_FILE).write_text(
         json.dumps({"scripts": ["latin"], "max_length": 96, "blend_weight": 0.3})

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder, Vectors
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.evaluation.benchmarks.contextual_ingest import PRINCIPAL, TENANT, fresh
 from hybrid_es.evaluation.benchmarks.contextual_ingest import ingest_codebase as ingest
 from hybrid_es.evaluation.benchmarks.contextual_passk import (
@@ -32,10 +34,8 @@ from hybrid_es.ingest.contextual import ExtractiveContextualizer, NoContextualiz
 from hybrid_es.ingest.indexer import IngestReport, chunk_id
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.dialects import Dialect, dialect_for
-from hybrid_es.retrieval.embedder import Embedder, Vectors
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 
 if TYPE_CHECKING:

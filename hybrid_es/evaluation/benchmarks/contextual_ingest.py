@@ -13,6 +13,7 @@ from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.evaluation.cookbook import Codebase
 from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.ingest.chunking import Chunk
@@ -20,7 +21,6 @@ from hybrid_es.ingest.contextual import Contextualizer, ContextUsage, Header
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
 from hybrid_es.models import EVERYONE, Principal
-from hybrid_es.retrieval.embedder import Embedder
 
 TENANT = "bench-cc"
 PRINCIPAL = Principal(tenant=TENANT, user_id="bench")

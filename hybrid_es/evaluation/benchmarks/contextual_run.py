@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_es.cluster.engine import connect
+from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.bench import machine
 from hybrid_es.evaluation.benchmarks.contextual_codebase import codebase_part
 from hybrid_es.evaluation.benchmarks.contextual_report import print_report
 from hybrid_es.evaluation.benchmarks.contextual_scifact import scifact_part
-from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.settings import Settings
 
 CONSOLE_WIDTH = 140

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.evaluation.benchmarks.contextual_ingest import (
     CountingContextualizer,
     fresh,
@@ -24,7 +25,6 @@ from hybrid_es.ingest.contextual import ExtractiveContextualizer
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import IngestReport
 from hybrid_es.models import Principal
-from hybrid_es.retrieval.embedder import Embedder
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.evaluation.benchmarks.scale_stats import latency_stats
 from hybrid_es.ingest.beir import read_corpus, read_queries
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records
-from hybrid_es.retrieval.analysis import ANALYSIS_VERSION
-from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.queries import clean_query
+from hybrid_es.text.analysis import ANALYSIS_VERSION
 
 CACHE = Path.home() / ".cache" / "hybrid-es" / "bench-scale"
 GROUP = "staff"

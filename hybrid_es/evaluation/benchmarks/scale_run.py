@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder, make_embedder
 from hybrid_es.evaluation.bench import bench_client, machine
 from hybrid_es.evaluation.benchmarks.scale_corpus import Pool, load_pool, load_queries
 from hybrid_es.evaluation.benchmarks.scale_index import (
@@ -52,7 +53,6 @@ from hybrid_es.evaluation.benchmarks.scale_search import (
 from hybrid_es.evaluation.benchmarks.scale_stats import load_averages, per_chunk
 from hybrid_es.evaluation.benchmarks.scale_synth import Synth
 from hybrid_es.models import RequestScope
-from hybrid_es.retrieval.embedder import Embedder, make_embedder
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.settings import Settings
 

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.evaluation.benchmarks.scale_corpus import GROUP
 from hybrid_es.evaluation.benchmarks.scale_options import CORPUS_STATE
 from hybrid_es.evaluation.benchmarks.scale_stats import (
@@ -28,7 +29,6 @@ from hybrid_es.evaluation.benchmarks.scale_stats import (
 )
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.dialects import Dialect, dialect_for
-from hybrid_es.retrieval.embedder import Embedder
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hybrid_es.evaluation.benchmarks.scale_corpus import GROUP, Pool
-from hybrid_es.retrieval.folding import fold_for_matching
+from hybrid_es.text.folding import fold_for_matching
 
 BLOCK = 1000
 """Chunks generated together (one noise draw per block: the brute force redraws it)."""
@@ -33,7 +33,7 @@ def perturb(src: dict[str, Any], rnd: random.Random, copy: int) -> None:
     words = src["search_payload"].split()
     kept = [w for w in words if rnd.random() > 0.1] or words
     src["search_payload"] = " ".join(kept)
-    if "search_folded" in src:  # what BM25 reads (retrieval.folding)
+    if "search_folded" in src:  # what BM25 reads (text.folding)
         src["search_folded"] = fold_for_matching(src["search_payload"])
     raw = src["raw_chunk_text"].split()
     src["raw_chunk_text"] = " ".join(w for w in raw if rnd.random() > 0.1) or src["raw_chunk_text"]

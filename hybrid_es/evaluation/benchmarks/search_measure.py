@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.evaluation.benchmarks.search_tally import SearchTally
 from hybrid_es.evaluation.benchmarks.search_timing import TimedCorpusState, TookRecorder
 from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_queries
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.embedder import Embedder
-from hybrid_es.retrieval.reranker import CrossEncoderReranker
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 

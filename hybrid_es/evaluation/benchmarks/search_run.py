@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hybrid_es.cluster.engine import connect
+from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.bench import machine
 from hybrid_es.evaluation.benchmarks.search_measure import ingest, search, select_queries
 from hybrid_es.evaluation.benchmarks.search_report import print_report
 from hybrid_es.evaluation.benchmarks.search_results import evaluate, result_record
 from hybrid_es.ingest.beir import read_qrels
-from hybrid_es.retrieval.embedder import make_embedder
 from hybrid_es.settings import Settings
 
 CONSOLE_WIDTH = 120

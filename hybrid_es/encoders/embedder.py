@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hybrid_es.errors import ModelError
-from hybrid_es.retrieval.analysis import dominant_script
+from hybrid_es.text.analysis import dominant_script
 
 
 def quiet_transformers() -> None:

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from hybrid_es.retrieval.analysis import dominant_script
-from hybrid_es.retrieval.embedder import LazyModel, quiet_transformers, torch_threads
+from hybrid_es.encoders.embedder import LazyModel, quiet_transformers, torch_threads
+from hybrid_es.text.analysis import dominant_script
 
 Precision = Literal["fp32", "bf16", "int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
@@ -77,7 +77,7 @@ class CrossEncoderReranker:
     ``weight`` is the cross-encoder's share when its scores are blended with the fused scores
     (1.0: the cross-encoder's order alone; see :func:`hybrid_es.retrieval.fusion.blend`).
     ``threads``: torch threads of one ``score`` call, in the calling thread (None or 0: the
-    thread's current count; see :func:`~hybrid_es.retrieval.embedder.torch_threads`).
+    thread's current count; see :func:`~hybrid_es.encoders.embedder.torch_threads`).
     """
 
     def __init__(

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Literal
 
-from hybrid_es.retrieval.folding import FOLD_VERSION
+from hybrid_es.text.folding import FOLD_VERSION
 
 ANALYSIS_VERSION = f"client-terms-v3;{FOLD_VERSION}"
 """Stored on every chunk: a change to ``client_terms`` or to the folding of the matched text

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from hybrid_es.errors import ModelError
-from hybrid_es.retrieval.analysis import dominant_script
-from hybrid_es.retrieval.embedder import (
+from hybrid_es.encoders.embedder import (
     DEFAULT_EMBED_THREADS,
     MINILM_SCRIPTS,
     Embedder,
     make_embedder,
 )
+from hybrid_es.errors import ModelError
+from hybrid_es.text.analysis import dominant_script
 
 AUTO = "auto"
 ENGLISH = "minilm"
