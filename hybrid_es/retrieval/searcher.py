@@ -1,110 +1,68 @@
 """Executing a hybrid search as a pipeline: prepare -> retrieve -> authorize -> rerank -> assemble.
 
-The I/O edge of retrieval: prepare and retrieve live here; authorize, rerank and assemble are
-pure functions in ``stages``. Bodies come from ``queries``, fusion from ``fusion``, the filter and
-authorization decisions from ``policy``. Each stage has typed input and output, so an engine
-dialect changes :meth:`HybridSearcher.retrieve` only, and a second reranker changes
+:class:`HybridSearcher` holds a deployment's search settings, runs the stages in order
+(``search_run``: generators of effects, ``effects``, run blocking or awaited) and sends their
+``_msearch`` requests through the chunks door. Each stage has typed input and output and a module
+of its own, so an engine dialect changes the retrieve stage only, and a second reranker changes
 ``stages.rerank_stage`` only:
 
-1. **prepare** validates the input (the caller's metadata filter is translated, or refused,
-   before any request), resolves the caller's chunks index (by tenancy layout) and builds the
-   policy filter once, the caller's filter inside it (``filters``, ``policy.policy_filter``);
-2. **retrieve** sends both legs (and the native ``rrf`` body where the cluster runs it) in one
-   ``_msearch`` after ``assert_policy`` checked every body, and fuses; the legs return ids and
-   scores only, and the records of the fused head (the hits asked for, or the rerank pool) are
-   read in a second request under the same policy filter;
+1. **prepare** (here) validates the input (the caller's metadata filter is translated, or
+   refused, before any request), resolves the caller's chunks index (by tenancy layout) and
+   builds the policy filter once, the caller's filter inside it (``filters``,
+   ``policy.policy_filter``);
+2. **retrieve** (``retrieve``) sends both legs (``legs``; and the native fusion where the cluster
+   runs it) in one ``_msearch`` after ``assert_policy`` checked every body, and fuses; the legs
+   return ids and scores only, and the records of the fused head (the hits asked for, or the
+   rerank pool) are read in a second request under the same policy filter (``head_read``);
 3. **authorize** re-checks every record read against the same rules in Python; a disagreement
-   fails the query closed before anything reaches the reranker;
-4. **rerank** scores the fused head with the cross-encoder;
-5. **assemble** builds the response with full provenance.
+   fails the query closed before anything reaches the reranker (``stages``);
+4. **rerank** scores the fused head with the cross-encoder (``stages``);
+5. **assemble** builds the response with full provenance (``stages``).
+
+Beside them: ``observers`` (hooks, telemetry), ``fusion_setup`` (the fusion settings, what the
+engine was found to run), ``listing`` (records without a query), ``closers``.
 """
 
 from __future__ import annotations
 
-# The searcher's I/O stages (prepare, retrieve, the msearch and the fusion of its legs) share
-# the capability and model checks; the pure stages live in stages.py.
-import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
-from hybrid_es import telemetry
-from hybrid_es.cluster.capabilities import fuses_per_shard, native_fusion_works
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine
-from hybrid_es.encoders.embedder import Embedder, covers, ensure_loaded, needs_loading
+from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.encoders.reranker import Reranker
-from hybrid_es.errors import (
-    BadQueryError,
-    CapabilityMissingError,
-    ConfigurationError,
-    HybridEsError,
-    UnknownTenantError,
-)
+from hybrid_es.errors import BadQueryError
 from hybrid_es.hashing import PROCESS_KEY
-from hybrid_es.metadata_fields import (
-    FilterableField,
-    parse_filterable_fields,
-)
-from hybrid_es.models import (
-    FusionPath,
-    Pipeline,
-    Principal,
-    Record,
-    RequestScope,
-    SearchResponse,
-)
-from hybrid_es.retrieval import effects
+from hybrid_es.metadata_fields import FilterableField, parse_filterable_fields
+from hybrid_es.models import FusionPath, Pipeline, Principal, Record, RequestScope, SearchResponse
+from hybrid_es.retrieval import effects, head_read, listing, retrieve, search_run
 from hybrid_es.retrieval import fusion as fusion_mod
-from hybrid_es.retrieval import records as records_mod
-from hybrid_es.retrieval.answers import HybridUnderDls, check_answers, sent_digest
-from hybrid_es.retrieval.candidates import fuse_legs, local_id
-from hybrid_es.retrieval.dialects import (
-    Dialect,
-    dialect_for,
-    dls_suggest,
-)
+from hybrid_es.retrieval.answers import check_answers, sent_digest
+from hybrid_es.retrieval.closers import Closers
+from hybrid_es.retrieval.dialects import Dialect, dialect_for
 from hybrid_es.retrieval.door import ChunksDoor
-from hybrid_es.retrieval.effects import Compute, Msearch, Steps
+from hybrid_es.retrieval.effects import Msearch, Steps
 from hybrid_es.retrieval.filters import translate_filter
-from hybrid_es.retrieval.fusion_choice import choose_path, client_side, fallback_kind, per_shard
+from hybrid_es.retrieval.fusion_setup import FusionFindings, FusionMethod, FusionMode, checked_alpha
 from hybrid_es.retrieval.index_checks import IndexChecks
+from hybrid_es.retrieval.legs import truncated_legs
+from hybrid_es.retrieval.observers import OnError, OnResponse
 from hybrid_es.retrieval.policy import policy_filter
-from hybrid_es.retrieval.queries import (
-    SOURCE_EXCLUDES,
-    RetrievalParams,
-    clean_query,
-    records_body,
-)
+from hybrid_es.retrieval.queries import RetrievalParams, clean_query
 from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
 from hybrid_es.retrieval.query_vectors import QueryVectors
-from hybrid_es.retrieval.stages import (
-    Candidate,
-    Reranked,
-    Retrieved,
-    SearchRequest,
-    assemble,
-    authorize_stage,
-    ms_since,
-    rerank_stage,
-)
+from hybrid_es.retrieval.stages import Candidate, Retrieved, SearchRequest, ms_since
 from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE
 from hybrid_es.tenancy import IndexLayout
-from hybrid_es.text.analysis import cap_terms
 
-FusionMode = Literal["auto", "native", "client"]
-FusionMethod = Literal["rrf", "linear"]
+__all__ = ["MAX_TOP_K", "FusionMethod", "FusionMode", "HybridSearcher", "OnError", "OnResponse"]
+
 MAX_TOP_K = 100
-
-OnResponse = Callable[[Principal, SearchResponse, str], None]
-"""Called with the caller, the response and the cleaned query text (e.g. ``traces.search_hook``)."""
-OnError = Callable[[Principal, object, BaseException, dict[str, float]], None]
-"""Called with the caller, the raw query, the error and the stage timings taken so far."""
-
-log = logging.getLogger(__name__)
 
 
 class HybridSearcher:
@@ -156,13 +114,8 @@ class HybridSearcher:
         self.reranker = reranker
         self.fusion = fusion
         self.params = params or RetrievalParams()
-        self._native: dict[str, tuple[bool, str]] = (
-            {}
-            if native_rrf is None
-            else {m: (native_rrf, "set by the caller") for m in ("rrf", "linear")}
-        )
-        self._dls_suggest = False
-        """Set once OpenSearch refused a hybrid query for a DLS user (neural-search#1303)."""
+        self.found = FusionFindings.told(native_rrf)
+        """What the engine runs natively, and the DLS workaround (``fusion_setup``)."""
         self.url = url
         self.hash_key = hash_key
         self.on_response = on_response
@@ -172,24 +125,13 @@ class HybridSearcher:
         self.checks = IndexChecks()
         """What is checked of each chunks index once (its model, its filterable fields)."""
         self._known_tenants: set[str] = set()
-        try:
-            self.alpha = fusion_mod.check_alpha(alpha)
-        except ValueError as exc:
-            raise BadQueryError(f"the dense weight of linear fusion: {exc}") from None
-        if fusion == "native" and fusion_method == "linear" and self.alpha == fusion_mod.SPREAD:
-            raise ConfigurationError(
-                "native linear fusion takes a fixed dense weight, and the spread weight is "
-                "chosen per query from the legs' scores (client-side)",
-                hint="set a number as the weight (HYBRID_ES_FUSION_ALPHA=0.4, the best fixed "
-                "one) to fuse natively, or use fusion 'auto'",
-            )
+        self.alpha = checked_alpha(alpha, fusion, fusion_method)
         self.pipeline = pipeline
         self.fusion_method = fusion_method
         self.corpus_state = CorpusState(
             self.client, corpus_state_index or self.layout.corpus_state, url=url
         )
-        self._closers: list[tuple[str, Callable[[], Any]]] = []
-        self._closed: dict[str, Any] | None = None
+        self._closers = Closers()
         self._door: ChunksDoor | None = None
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -197,24 +139,15 @@ class HybridSearcher:
     def add_closer(self, name: str, closer: Callable[[], Any]) -> None:
         """Run ``closer`` when the searcher is closed (what attached hooks own: the trace
         writer, ``hybrid_es.traces.wiring``); its result is reported under ``name``."""
-        self._closers.append((name, closer))
+        self._closers.add(name, closer)
 
     def close(self) -> dict[str, Any]:
         """Close what was attached with :meth:`add_closer` (flushing the trace writer), once, in
         reverse order; returns each closer's result by name (``traces``: the writer's final
         counters, drops included). A failing closer is logged and reported as its exception,
         never raised. The searcher itself holds no thread or connection of its own to close:
-        the client stays the caller's."""
-        if self._closed is None:
-            out: dict[str, Any] = {}
-            for name, closer in reversed(self._closers):
-                try:
-                    out[name] = closer()
-                except Exception as exc:
-                    log.warning("closing %s failed: %s: %s", name, type(exc).__name__, exc)
-                    out[name] = exc
-            self._closed = out
-        return self._closed
+        the client stays the caller's (``closers``)."""
+        return self._closers.close()
 
     def __enter__(self) -> HybridSearcher:
         return self
@@ -240,20 +173,18 @@ class HybridSearcher:
 
     def native_available(self, method: str = "rrf") -> bool:
         """Whether the engine runs this fusion natively (probed once, read-only)."""
-        if method not in self._native:
-            self._native[method] = native_fusion_works(self.client, method)
-        return self._native[method][0]
+        return self.found.native_probe(self.client, method)[0]
 
     def native_rrf_available(self) -> bool:
         return self.native_available("rrf")
 
-    def _native_probe(self, method: str) -> tuple[bool, str]:
-        return self.native_available(method), self._native[method][1]
-
     def _path(self) -> tuple[FusionPath, str]:
-        return choose_path(
-            self.pipeline, self.fusion, self.fusion_method, self.alpha, self._native_probe
-        )
+        return retrieve.fusion_path(self)
+
+    @property
+    def _dls_suggest(self) -> bool:
+        """Whether OpenSearch's hybrid query is sent with the DLS workaround (``found``)."""
+        return self.found.dls_suggest
 
     @property
     def embedder(self) -> Embedder:
@@ -356,105 +287,20 @@ class HybridSearcher:
         now: datetime | None = None,
         filters: Mapping[str, Any] | None = None,
     ) -> Steps[SearchResponse]:
-        """:meth:`search` as a generator of effects (``retrieval.effects``): what it does, in
-        order, with the ``_msearch`` requests and the model computations left to the runner
-        (blocking: :meth:`search`; awaited: ``AsyncHybridSearcher.search``)."""
-        timings: dict[str, float] = {}
-        t_all = time.perf_counter()
-        trace_id = uuid.uuid4().hex
-        # Stage spans and metrics (``hybrid_es.telemetry``; no-ops without OpenTelemetry). The
-        # stages the timings do not hold (prepare, authorize, assemble) are timed for the
-        # metrics only, so responses and traces keep their keys.
-        staged: dict[str, float] = {}
-        path: str | None = None
-        with telemetry.span("hybrid_es.search", trace_id=trace_id, top_k=top_k) as root:
-            try:
-                t = time.perf_counter()
-                with telemetry.span("hybrid_es.prepare"):
-
-                    def prepare() -> SearchRequest:
-                        return self.prepare(
-                            query,
-                            principal,
-                            scope,
-                            top_k,
-                            rerank,
-                            rerank_depth,
-                            now,
-                            trace_id=trace_id,
-                            filters=filters,
-                        )
-
-                    # A tenant's first search reads its corpus state and the index's model (a
-                    # blocking computation); later ones only validate and build the filter.
-                    req = prepare() if self._prepared(principal) else (yield Compute(prepare))
-                staged["prepare"] = ms_since(t)
-                seen: list[str] = []
-                try:
-                    response = yield from self._stages(req, timings, staged, t_all, seen)
-                finally:
-                    path = seen[0] if seen else None
-            except Exception as exc:
-                if isinstance(exc, HybridEsError):
-                    exc.trace_id = exc.trace_id or trace_id
-                    if self.on_error is not None:
-                        _notify(self.on_error, principal, query, exc, dict(timings))
-                telemetry.record_search({**timings, **staged}, fusion_path=path, error=exc)
-                raise
-            fallback = fallback_kind(response.fusion_path, response.fusion_reason)
-            root.set(
-                fusion_path=response.fusion_path,
-                fallback=fallback,
-                hits=len(response.hits),
-                candidates=response.candidates,
-                reranked=response.reranked,
-            )
-            telemetry.record_search(
-                {**timings, **staged}, fusion_path=response.fusion_path, fallback=fallback
-            )
-        if self.on_response is not None:
-            _notify(self.on_response, principal, response, req.text)
-        return response
-
-    def _stages(
-        self,
-        req: SearchRequest,
-        timings: dict[str, float],
-        staged: dict[str, float],
-        t_all: float,
-        seen: list[str],
-    ) -> Steps[SearchResponse]:
-        """retrieve -> read the records -> authorize -> rerank -> assemble, each in its span;
-        ``seen`` gets the fusion path once the legs have run (for the error metrics)."""
-        with telemetry.span("hybrid_es.retrieve") as sp:
-            retrieved = yield from self.retrieve_steps(req, timings)
-            seen.append(retrieved.path)
-            sp.set(
-                fusion_path=retrieved.path, fallback=fallback_kind(retrieved.path, retrieved.reason)
-            )
-        with telemetry.span("hybrid_es.read_records") as sp:
-            retrieved.candidates = yield from self.read_records_steps(
-                req, retrieved.candidates, timings
-            )
-            sp.set(candidates=len(retrieved.candidates))
-        t = time.perf_counter()
-        with telemetry.span("hybrid_es.authorize"):
-            authorized = authorize_stage(req, retrieved.candidates)
-        staged["authorize"] = ms_since(t)
-        with telemetry.span("hybrid_es.rerank", reranker=self.reranker is not None):
-            reranker = self.reranker
-
-            def rerank() -> Reranked:
-                return rerank_stage(req, authorized, reranker, timings)
-
-            # Only a cross-encoder that will run is a computation to hand off.
-            reranked = (yield Compute(rerank)) if req.rerank and reranker else rerank()
-        t = time.perf_counter()
-        timings["total"] = ms_since(t_all)
-        with telemetry.span("hybrid_es.assemble"):
-            response = assemble(req, retrieved, authorized, reranked, timings, self.hash_key)
-        staged["assemble"] = ms_since(t)
-        return response
+        """:meth:`search` as a generator of effects (``retrieval.effects``, ``search_run``): the
+        ``_msearch`` requests and the model computations are left to the runner (blocking:
+        :meth:`search`; awaited: ``AsyncHybridSearcher.search``)."""
+        return search_run.search_steps(
+            self,
+            query,
+            principal,
+            scope,
+            top_k=top_k,
+            rerank=rerank,
+            rerank_depth=rerank_depth,
+            now=now,
+            filters=filters,
+        )
 
     def prepare(
         self,
@@ -505,6 +351,64 @@ class HybridSearcher:
             trace_id=trace_id or uuid.uuid4().hex,
         )
 
+    def prepared(self, principal: Principal) -> bool:
+        """Whether :meth:`prepare` has checked this caller's tenant and index before (then it
+        sends no request, unless a filter names a field the index's mapping lacks)."""
+        known = principal.tenant in self._known_tenants
+        return known and self.index_for(principal) in self.checks.model_checked
+
+    def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
+        """Both legs (and the native fusion where it runs) in one round trip, fused."""
+        return effects.run(self.retrieve_steps(req, timings), self._run_msearch)
+
+    def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
+        """:meth:`retrieve` as a generator of effects (``retrieval.retrieve``)."""
+        return retrieve.retrieve_steps(self, req, timings)
+
+    def read_records(
+        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
+    ) -> list[Candidate]:
+        """The fused head with its records (see :meth:`read_records_steps`)."""
+        return effects.run(self.read_records_steps(req, candidates, timings), self._run_msearch)
+
+    def read_records_steps(
+        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
+    ) -> Steps[list[Candidate]]:
+        """The fused head (``head_read.head_size``) with its records, read by key under the same
+        policy as the legs unless the legs carried them (``head_read``), in fused order."""
+        reranks = self.reranker is not None
+        size = head_read.head_size(req, reranks)
+        carried = head_read.legs_carry_records(req, reranks, self.params.window)
+        return head_read.read_head_steps(req, candidates, timings, size=size, carried=carried)
+
+    def truncated(
+        self, text: str, path: FusionPath, embedder: Embedder | None = None
+    ) -> tuple[str, ...]:
+        """The legs of ``path`` that read only the start of the cleaned query ``text``
+        (``legs.truncated_legs``; ``embedder`` by default the default one)."""
+        return truncated_legs(text, path, self.params.max_query_terms, embedder or self.embedder)
+
+    def query_vector(self, tenant: str, text: str, embedder: Embedder | None = None) -> list[float]:
+        """The embedding of the cleaned query ``text`` by ``embedder`` (default: the default
+        embedder), from the query vector cache when this tenant asked it of that model before."""
+        return self.vectors.vector(tenant, text, embedder or self.embedder)
+
+    def _run_msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
+        """A stage's bodies in one ``_msearch`` through the chunks door (every body checked
+        first); the responses, and a keyed digest of what was sent."""
+        pairs = [(effect.req.index, body) for body in effect.searches]
+        items = self.door.msearch(pairs, effect.req.policy, opaque_id=effect.req.trace_id or None)
+        return self.answered(items, pairs)
+
+    def answered(
+        self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The ``_msearch`` responses to ``pairs`` (index, body), checked (``answers``: never a
+        partial answer), and the keyed digest of what was sent. Shared by the blocking and the
+        async searcher."""
+        check_answers(items, url=self.url, dls_suggest=self.found.dls_suggest)
+        return items, sent_digest(self.hash_key, pairs)
+
     # -- listing ----------------------------------------------------------------------------
 
     def records(
@@ -520,15 +424,19 @@ class HybridSearcher:
     ) -> list[Record]:
         """Every record (chunk) ``principal`` may read now that matches ``filters`` (the neutral
         grammar of :meth:`search`) and, when given, the document or chunk ids: unscored, ordered
-        by document id and chunk number (``retrieval.records``). The same policy as a search
-        decides what is listed. Raises FilterError for a bad filter (before any request) and
-        BadQueryError when more than ``limit`` (at most 10,000) records match."""
-        listing = self._listing(principal, filters, scope, now)
-        if listing is None:
-            return []
-        index, policy = listing
-        body = records_mod.listing_body(policy, doc_ids=doc_ids, chunk_ids=chunk_ids)
-        return records_mod.read(self.door, index, policy, body, limit)
+        by document id and chunk number (``retrieval.listing``, ``retrieval.records``). The same
+        policy as a search decides what is listed. Raises FilterError for a bad filter (before
+        any request) and BadQueryError when more than ``limit`` (at most 10,000) records match."""
+        return listing.list_records(
+            self,
+            principal,
+            filters=filters,
+            scope=scope,
+            doc_ids=doc_ids,
+            chunk_ids=chunk_ids,
+            limit=limit,
+            now=now,
+        )
 
     def count_records(
         self,
@@ -539,272 +447,4 @@ class HybridSearcher:
         now: datetime | None = None,
     ) -> int:
         """How many records :meth:`records` would list (without a limit)."""
-        listing = self._listing(principal, filters, scope, now)
-        if listing is None:
-            return 0
-        index, policy = listing
-        return records_mod.count(self.door, index, policy, records_mod.listing_body(policy))
-
-    def _listing(
-        self,
-        principal: Principal,
-        filters: Mapping[str, Any] | None,
-        scope: RequestScope | None,
-        now: datetime | None,
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The caller's index and policy (the filter inside it), or None for a tenant with no
-        corpus yet: it has nothing to list."""
-        narrowing = translate_filter(filters, self.filterable_fields)
-        try:
-            self.corpus_state.watermark(principal.tenant)
-        except UnknownTenantError:
-            return None
-        index = self.index_for(principal)
-        if narrowing is not None:
-            self.checks.check_filter_mapped(self.client, index, filters, self.filterable_fields)
-        now = now or datetime.now(UTC)
-        return index, policy_filter(principal, scope or RequestScope(), now, narrowed_by=narrowing)
-
-    def _prepared(self, principal: Principal) -> bool:
-        """Whether :meth:`prepare` has checked this caller's tenant and index before (then it
-        sends no request, unless a filter names a field the index's mapping lacks)."""
-        return (
-            principal.tenant in self._known_tenants
-            and self.index_for(principal) in self._model_checked
-        )
-
-    def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
-        """Both legs (and the native fusion where it runs) in one round trip, fused."""
-        return effects.run(self.retrieve_steps(req, timings), self._run_msearch)
-
-    def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
-        """:meth:`retrieve` as a generator of effects."""
-        path, reason = self._path()
-        embedder = self.embedder_for(req.index)
-        if path not in ("bm25-only", "dense-only"):
-            covered, script = covers(embedder, req.text)
-            if not covered:
-                path, reason = (
-                    "bm25-only",
-                    (
-                        f"the embedder {embedder.model_id} was not trained on {script} text: "
-                        "the BM25 leg alone answers"
-                    ),
-                )
-        vector = None
-        if path != "bm25-only":
-            if needs_loading(embedder):  # a first load is timed apart from embed
-                loaded = yield Compute(lambda: ensure_loaded(embedder))
-                timings["model_load"] = round(timings.get("model_load", 0.0) + loaded, 3)
-            t = time.perf_counter()
-            with telemetry.span("hybrid_es.embed"):
-                vector = yield Compute(
-                    lambda: self.query_vector(req.principal.tenant, req.text, embedder)
-                )
-            timings["embed"] = ms_since(t)
-        try:
-            retrieved = yield from self._retrieve(path, reason, vector, req, timings)
-        except CapabilityMissingError:
-            if self.fusion != "auto" or not path.startswith("native"):
-                raise
-            self._native[self.fusion_method] = (False, "refused at query time")
-            reason = "auto: native fusion refused at query time, fused client-side"
-            retrieved = yield from self._retrieve(client_side(path), reason, vector, req, timings)
-        retrieved.truncated = self.truncated(req.text, path, embedder)
-        retrieved.embedder = embedder.model_id if vector is not None else None
-        return retrieved
-
-    def head_size(self, req: SearchRequest) -> int:
-        """How many fused candidates the later stages read: the hits asked for, or the rerank
-        pool when a reranker will score it."""
-        if req.rerank and self.reranker is not None:
-            return max(req.top_k, req.rerank_depth)
-        return req.top_k
-
-    def legs_carry_records(self, req: SearchRequest) -> bool:
-        """Whether the legs return the records themselves: when the head is the whole fusion
-        window (an evaluation's top 100), a second read would fetch every candidate anyway, one
-        round trip later. Otherwise the legs return ids and scores (``queries.search_body``)."""
-        return self.head_size(req) >= self.params.window
-
-    def read_records(
-        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
-    ) -> list[Candidate]:
-        """The fused head with its records (see :meth:`read_records_steps`)."""
-        return effects.run(self.read_records_steps(req, candidates, timings), self._run_msearch)
-
-    def read_records_steps(
-        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
-    ) -> Steps[list[Candidate]]:
-        """The fused head with its records (``queries.records_body``: by key, under the same
-        policy as the legs), in fused order. A candidate whose record is no longer in the
-        caller's scope when it is read (a new version, a deletion between the two requests) is
-        left out; nothing past the head is read. The time counts as retrieval."""
-        head = candidates[: self.head_size(req)]
-        if not head or self.legs_carry_records(req):
-            return head
-        t = time.perf_counter()
-        body = records_body([c.key for c in head], req.policy)
-        (resp,), _ = yield Msearch([body], req)
-        timings["retrieval"] = round(timings.get("retrieval", 0.0) + ms_since(t), 3)
-        # By index and key: an alias over two indices (a reindex in progress) may hold a key
-        # twice, and the candidate is the record its leg scored.
-        found = {(h["_index"], h["_id"]): h for h in resp["hits"]["hits"]}
-        kept = []
-        for c in head:
-            hit = found.get((c.index, c.key))
-            if hit is None:
-                log.debug("record %s left the caller's scope before it was read", c.key)
-                continue
-            c.source = hit.get("_source", {})
-            c.chunk_id = local_id(hit)
-            kept.append(c)
-        return kept
-
-    def truncated(
-        self, text: str, path: FusionPath, embedder: Embedder | None = None
-    ) -> tuple[str, ...]:
-        """The legs of ``path`` that read only the start of the cleaned query ``text``:
-        ``sparse`` past ``params.max_query_terms`` terms (``queries.sparse_query``), ``dense``
-        past the embedder's token window (where the embedder says so: its ``truncates``)."""
-        legs: list[str] = []
-        if path != "dense-only" and cap_terms(text, self.params.max_query_terms)[1]:
-            legs.append("sparse")
-        truncates = getattr(embedder or self.embedder, "truncates", None)
-        if path != "bm25-only" and callable(truncates) and truncates(text):
-            legs.append("dense")
-        return tuple(legs)
-
-    def _bodies(
-        self, path: FusionPath, vector: list[float] | None, req: SearchRequest
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any] | None]:
-        """The legs' bodies by name, and the native fusion's body."""
-        d = self.dialect
-        legs: dict[str, dict[str, Any]] = {}
-        if path != "dense-only":
-            legs["sparse"] = d.sparse_body(req.text, req.policy, self.params)
-        if vector is not None:
-            legs["dense"] = d.dense_body(vector, req.policy, self.params)
-        native = None
-        if path in ("native-rrf", "native-linear") and vector is not None:
-            method = "rrf" if path == "native-rrf" else "linear"
-            native = d.native(
-                req.text,
-                vector,
-                req.policy,
-                self.params,
-                method,  # type: ignore[arg-type]
-                fusion_mod.fixed_alpha(self.alpha),
-                self.client.rrf_rank_constant_at or "parameters",
-            )
-            if self._dls_suggest:
-                native["suggest"] = dls_suggest()
-        if self.legs_carry_records(req):
-            for body in [*legs.values(), *([native] if native else [])]:
-                body["_source"] = {"excludes": list(SOURCE_EXCLUDES)}
-        return legs, native
-
-    def query_vector(self, tenant: str, text: str, embedder: Embedder | None = None) -> list[float]:
-        """The embedding of the cleaned query ``text`` by ``embedder`` (default: the default
-        embedder), from the query vector cache when this tenant asked it of that model before."""
-        return self.vectors.vector(tenant, text, embedder or self.embedder)
-
-    def _run_msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
-        return self._msearch(effect.searches, effect.req)
-
-    def _msearch(
-        self, searches: list[dict[str, Any]], req: SearchRequest
-    ) -> tuple[list[dict[str, Any]], str]:
-        """Bodies in one ``_msearch`` through the chunks door (every body checked first); the
-        responses, and a keyed digest of what was sent."""
-        pairs = [(req.index, body) for body in searches]
-        items = self.door.msearch(pairs, req.policy, opaque_id=req.trace_id or None)
-        return self.answered(items, pairs)
-
-    def answered(
-        self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
-    ) -> tuple[list[dict[str, Any]], str]:
-        """The ``_msearch`` responses to ``pairs`` (index, body), checked (``answers``: never a
-        partial answer), and the keyed digest of what was sent. Shared by the blocking and the
-        async searcher."""
-        check_answers(items, url=self.url, dls_suggest=self._dls_suggest)
-        return items, sent_digest(self.hash_key, pairs)
-
-    def _retrieve(
-        self,
-        path: FusionPath,
-        reason: str,
-        vector: list[float] | None,
-        req: SearchRequest,
-        timings: dict[str, float],
-    ) -> Steps[Retrieved]:
-        legs, native = self._bodies(path, vector, req)
-        names = list(legs)
-        t = time.perf_counter()
-        with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(names)):
-            try:
-                responses, digest = yield Msearch(_searches(legs, native), req)
-            except HybridUnderDls:
-                # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
-                # (neural-search#1303); a suggest section is the known workaround, and DLS still
-                # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
-                self._dls_suggest = True
-                legs, native = self._bodies(path, vector, req)
-                responses, digest = yield Msearch(_searches(legs, native), req)
-        timings["retrieval"] = ms_since(t)
-        fused_resp = responses.pop(0) if native is not None else None
-        if fused_resp is not None and fuses_per_shard(self.client):
-            shards = int(fused_resp.get("_shards", {}).get("total", 1))
-            if shards > 1:
-                path, reason = per_shard(path, reason, shards, self.fusion)
-                if not path.startswith("native"):
-                    fused_resp = None
-        hits = {n: r["hits"]["hits"] for n, r in zip(names, responses, strict=True)}
-        sparse_hits, dense_hits = hits.get("sparse", []), hits.get("dense", [])
-        leg_ids = {n: tuple(local_id(h) for h in hs) for n, hs in hits.items()}
-
-        t = time.perf_counter()
-        with telemetry.span("hybrid_es.fusion", fusion_path=path) as sp:
-            candidates, weight = self._fuse(path, sparse_hits, dense_hits, fused_resp)
-            sp.set(candidates=len(candidates))
-        timings["fusion"] = ms_since(t)
-        return Retrieved(
-            path,
-            reason,
-            candidates,
-            {"sparse": (), "dense": (), **leg_ids},
-            digest,
-            dense_weight=weight,
-        )
-
-    def _fuse(
-        self,
-        path: FusionPath,
-        sparse_hits: list[dict[str, Any]],
-        dense_hits: list[dict[str, Any]],
-        native: dict[str, Any] | None,
-    ) -> tuple[list[Candidate], float | None]:
-        return fuse_legs(
-            path,
-            sparse_hits,
-            dense_hits,
-            native,
-            alpha=self.alpha,
-            rank_constant=self.params.rank_constant,
-            window=self.params.window,
-        )
-
-
-def _searches(
-    legs: dict[str, dict[str, Any]], native: dict[str, Any] | None
-) -> list[dict[str, Any]]:
-    """The native fusion's body (when there is one) first, then the legs in order."""
-    return ([native] if native is not None else []) + list(legs.values())
-
-
-def _notify(hook: Callable[..., None], *args: Any) -> None:
-    # Tracing and metrics hooks observe; they must never turn an answer into an error.
-    try:
-        hook(*args)
-    except Exception:
-        log.exception("a search hook failed; the search result is unaffected")
+        return listing.count_records(self, principal, filters=filters, scope=scope, now=now)
