@@ -47,6 +47,9 @@ was not (``failed``: ``node_id``, ``reason``: an id holding ``::``, an empty tex
 cannot be stored, a value of the wrong type in a declared field, a failed bulk item). Fix and
 ``add`` again (unchanged nodes are skipped). The async methods run the synchronous ones in a
 thread, for now.
+
+The pure parts live beside it: ``llamaindex_nodes`` (nodes as documents and back) and
+``llamaindex_checks`` (what the store refuses, before any request).
 """
 
 from __future__ import annotations
@@ -57,40 +60,40 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
     VectorStoreQuery,
-    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
 from pydantic import ValidationError
 
 from hybrid_es.adapters import provenance
-from hybrid_es.adapters.llamaindex import chunk_node, record_metadata
+from hybrid_es.adapters.llamaindex import record_metadata
+from hybrid_es.adapters.llamaindex_checks import check_pair, check_query, check_ref_doc_mapped
 from hybrid_es.adapters.llamaindex_filters import check_llamaindex_filters
+from hybrid_es.adapters.llamaindex_nodes import (
+    REF_DOC_KEY,
+    narrowing,
+    node_document,
+    result_node,
+    write_failures,
+)
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
-from hybrid_es.errors import BadQueryError, BulkIndexError, ConfigurationError, PolicyViolationError
+from hybrid_es.errors import BadQueryError, BulkIndexError, PolicyViolationError
 from hybrid_es.identity import SEPARATOR
 from hybrid_es.ingest.documents import Document, validation_summary
 from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
-from hybrid_es.metadata_fields import ENV_NAME, FilterableField, fields_from_mapping
 from hybrid_es.models import Principal, Record, RequestScope
 from hybrid_es.retrieval.records import MAX_IDS, MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.wiring import traced_searcher
 
-REF_DOC_KEY = "ref_doc_id"
-"""The metadata key that holds a node's LlamaIndex document id (LlamaIndex's own name for it)."""
-REF_DOC_FIELD = FilterableField(REF_DOC_KEY, "keyword")
-"""The filterable field the store needs declared, to find a document's nodes."""
-HYBRID_MODES = (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.HYBRID)
-"""The query modes served: both run the searcher's hybrid search."""
 WHERE = "HybridEsVectorStore(searcher, ingestor, principal)"
 
 
@@ -100,38 +103,6 @@ class StoreEmbedding(MockEmbedding):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(embed_dim=1, **kwargs)
-
-
-def node_document(
-    node: BaseNode, principal: Principal, acl_users: Sequence[str], acl_groups: Sequence[str]
-) -> Document:
-    """The hybrid-es document for one LlamaIndex node, written for ``principal``. Pure.
-
-    Id: the node id; body: its text (no metadata); title: its ``title`` metadata where that is
-    text; metadata: its metadata with :data:`REF_DOC_KEY` set to its ``ref_doc_id`` where it has
-    one; ACL: ``principal``'s user, ``acl_users`` and ``acl_groups``. Raises pydantic's
-    ValidationError for a node that cannot be one (an id holding ``::``, an empty text,
-    metadata that cannot be stored)."""
-    metadata = dict(node.metadata)
-    if node.ref_doc_id is not None:
-        metadata[REF_DOC_KEY] = node.ref_doc_id
-    title = metadata.get("title")
-    return Document(
-        id=node.node_id,
-        tenant=principal.tenant,
-        title=title if isinstance(title, str) else "",
-        body=node.get_content(metadata_mode=MetadataMode.NONE),
-        acl_users=tuple(dict.fromkeys((principal.user_id, *acl_users))),
-        acl_groups=tuple(acl_groups),
-        metadata=metadata,
-    )
-
-
-def result_node(chunk_id: str, doc_id: str, text: str, metadata: dict[str, Any]) -> TextNode:
-    """The node for one stored chunk of node ``doc_id``: its source node is the LlamaIndex
-    document (``metadata["ref_doc_id"]``), else the node it came from. Pure."""
-    source = metadata.get(REF_DOC_KEY)
-    return chunk_node(chunk_id, text, metadata, source if isinstance(source, str) else doc_id)
 
 
 class HybridEsVectorStore(BasePydanticVectorStore):
@@ -171,7 +142,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
     ) -> None:
         super().__init__(stores_text=True)
         self._principal = provenance.require_principal(principal, WHERE)
-        _check_pair(searcher, ingestor, self._principal)
+        check_pair(searcher, ingestor, self._principal)
         self._searcher, self._ingestor = searcher, ingestor
         self._acl_users, self._acl_groups = tuple(acl_users), tuple(acl_groups)
         self._scope, self._rerank = scope, rerank
@@ -194,7 +165,9 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         (``traced_searcher``), and ``embedder`` (default ``HYBRID_ES_EMBEDDER``)."""
         s = settings if settings is not None else Settings()
         engine = connect(s)
-        embedder = embedder or make_embedders(s.embedder, query_threads=s.embed_threads)
+        embedder = embedder or make_embedders(
+            s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
+        )
         layout = s.layout()
         ingestor = Ingestor(
             engine,
@@ -246,17 +219,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
                 failed.append({"node_id": node.node_id, "reason": validation_summary(exc)})
         if docs:
             report = self._ingestor.ingest(docs, self._principal, raise_on_error=False)
-            failed += [
-                {"node_id": d["doc_id"], "reason": d["reason"]} for d in report.failed_documents
-            ]
-            failed += [
-                {
-                    "node_id": str(item["id"]).split(SEPARATOR, 1)[0],
-                    "chunk_id": item["id"],
-                    "reason": f"{item['op']} failed ({item['status']}): {item['reason']}",
-                }
-                for item in report.failed
-            ]
+            failed += write_failures(report)
         if failed:
             raise BulkIndexError(
                 f"{len({f['node_id'] for f in failed})} of {len(nodes)} nodes were not (fully) "
@@ -308,18 +271,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         if index in self._mapped:
             return
         self._ingestor.check_model(index)
-        mappings = self.client.get_mapping(index)
-        for name, mapping in mappings.items():
-            fields = fields_from_mapping(
-                mapping.get("properties", {}).get("meta_filter"), index=name
-            )
-            if REF_DOC_FIELD not in fields:
-                raise ConfigurationError(
-                    f"index {name} does not map {REF_DOC_FIELD}: nodes written there could not "
-                    "be deleted by ref_doc_id; nothing was written",
-                    hint=f"add {REF_DOC_FIELD} to {ENV_NAME} and run `hybrid-es bootstrap "
-                    "--force` (an existing index gets the field added)",
-                )
+        check_ref_doc_mapped(self.client.get_mapping(index))
         self._mapped.add(index)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -330,27 +282,14 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         similarities are the searcher's scores (rerank, else fused). Raises BadQueryError for
         a query without text, a mode other than default or hybrid, or ``node_ids``;
         LlamaIndexFilterError for a filter that cannot be applied (before any request)."""
-        if not query.query_str or not query.query_str.strip():
-            raise BadQueryError(
-                "a HybridEsVectorStore query needs query_str: the store embeds the text with "
-                "its own model and searches it with BM25 too, so a bare query_embedding "
-                "cannot be searched",
-                hint="query through VectorStoreIndex / as_retriever, which sends the text",
-            )
-        if query.mode not in HYBRID_MODES:
-            raise BadQueryError(
-                f"query mode {query.mode.value!r} is not served: the store always runs the "
-                "hybrid search (modes default and hybrid)"
-            )
-        if query.node_ids:
-            raise BadQueryError(
-                "a query cannot be limited to node_ids",
-                hint="narrow with filters or doc_ids, or read nodes by id with get_nodes",
-            )
-        neutral = self._narrowing(query.filters, query.doc_ids)
+        text = check_query(query)
+        neutral = narrowing(
+            check_llamaindex_filters(query.filters, self._searcher.filterable_fields),
+            query.doc_ids,
+        )
         caller, response = provenance.search(
             self._searcher,
-            query.query_str,
+            text,
             self._principal,
             self._scope,
             top_k=query.similarity_top_k,
@@ -380,15 +319,6 @@ class HybridEsVectorStore(BasePydanticVectorStore):
             result_node(r.chunk_id, r.doc_id, r.text, record_metadata(r, self._principal))
             for r in self._listed(node_ids, neutral)
         ]
-
-    def _narrowing(
-        self, filters: MetadataFilters | None, doc_ids: list[str] | None
-    ) -> dict[str, Any] | None:
-        neutral = check_llamaindex_filters(filters, self._searcher.filterable_fields)
-        if not doc_ids:
-            return neutral
-        by_doc = {REF_DOC_KEY: {"$in": list(doc_ids)}}
-        return by_doc if neutral is None else {"$and": [neutral, by_doc]}
 
     def _listed(self, node_ids: list[str] | None, neutral: dict[str, Any] | None) -> list[Record]:
         """The records of ``node_ids`` (node or chunk ids; None: all) matching ``neutral``."""
@@ -446,27 +376,3 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
-
-
-def _check_pair(searcher: HybridSearcher, ingestor: Ingestor, principal: Principal) -> None:
-    """Refuse a searcher and an ingestor that would not read what the other writes."""
-    reads, writes = searcher.index_for(principal), ingestor.index_for(principal)
-    if reads != writes:
-        raise ConfigurationError(
-            f"the searcher reads {reads} but the ingestor writes {writes} for tenant "
-            f"{principal.tenant!r}",
-            hint="build both from the same settings (HybridEsVectorStore.from_settings)",
-        )
-    if searcher.embedder.model_id != ingestor.embedder.model_id:
-        raise ConfigurationError(
-            f"the searcher embeds with {searcher.embedder.model_id} but the ingestor with "
-            f"{ingestor.embedder.model_id}",
-            hint="give both the same embedder",
-        )
-    if REF_DOC_FIELD not in searcher.filterable_fields:
-        raise ConfigurationError(
-            f"a HybridEsVectorStore needs {REF_DOC_FIELD} declared filterable: it finds a "
-            "LlamaIndex document's nodes by it (delete(ref_doc_id), a query's doc_ids)",
-            hint=f"add {REF_DOC_FIELD} to {ENV_NAME} (and the searcher's filterable_fields), "
-            "then run `hybrid-es bootstrap --force`",
-        )

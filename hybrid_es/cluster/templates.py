@@ -1,19 +1,22 @@
-"""The JSON under ``es_templates/`` as data: loading, choosing, fingerprinting and diffing.
+"""The JSON under ``es_templates/`` as data: loading, choosing, and shaping it by the settings.
 
 Pure: reads files, never the network. ``bootstrap.py`` installs what this module describes.
+What is done to a body once it is read (the OpenSearch merge patch, the fingerprint, the diff
+against what is installed) is ``template_bodies.py``.
 """
 
 from __future__ import annotations
 
 import copy
-import difflib
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from hybrid_es.cluster.template_bodies import HASH_KEY as HASH_KEY  # re-exported: bootstrap
+from hybrid_es.cluster.template_bodies import diff as diff  # re-exported: bootstrap
+from hybrid_es.cluster.template_bodies import fingerprint, merge_patch
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.metadata_fields import FILTER_OBJECT, MAPPED_AS, FilterableField
 from hybrid_es.models import check_tenant
@@ -27,7 +30,6 @@ ANALYSIS_TEMPLATE = "hybrid-es-analysis"
 SETTINGS_TEMPLATE = "hybrid-es-settings"
 """The component template of the settings every hybrid-es index shares (shards, replicas)."""
 CHUNKS_TEMPLATE = "hybrid-es-chunks"
-HASH_KEY = "hybrid_es_hash"
 TENANT_PLACEHOLDER = "{{tenant}}"
 READER_HINT = (
     "set HYBRID_ES_TENANCY=index-per-tenant (the default) and re-ingest each tenant into its "
@@ -62,16 +64,6 @@ class Template:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.body)
-
-
-def fingerprint(body: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a body, ignoring the fingerprint itself."""
-    clean = copy.deepcopy(body)
-    meta = clean.get("_meta")
-    if isinstance(meta, dict):
-        meta.pop(HASH_KEY, None)
-    canon = json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canon.encode()).hexdigest()
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -110,19 +102,6 @@ def load_templates(
                 body = merge_patch(body, _read(patch))
             out.append(Template(kind, name, body, path))  # type: ignore[arg-type]
     _check_composition(out)
-    return out
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386: objects merge key by key, ``null`` removes a key, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge_patch(out.get(key), value)
     return out
 
 
@@ -448,47 +427,3 @@ def with_fingerprint(t: Template) -> dict[str, Any]:
     body = copy.deepcopy(t.body)
     body.setdefault("_meta", {})[HASH_KEY] = t.fingerprint
     return body
-
-
-def normalize_installed(body: dict[str, Any]) -> dict[str, Any]:
-    """Bring a body as Elasticsearch returns it closer to the file's form, for a readable diff.
-
-    Elasticsearch flattens settings under ``index.`` and turns scalars into strings.
-    """
-    body = copy.deepcopy(body)
-    tmpl = body.get("template")
-    if isinstance(tmpl, dict) and isinstance(tmpl.get("settings"), dict):
-        settings = tmpl["settings"]
-        if set(settings) == {"index"} and isinstance(settings["index"], dict):
-            tmpl["settings"] = settings["index"]
-    out: dict[str, Any] = _stringify(body)
-    return out
-
-
-def _stringify(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: _stringify(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_stringify(v) for v in node]
-    if isinstance(node, bool):
-        return str(node).lower()
-    if isinstance(node, int | float):
-        return str(node)
-    return node
-
-
-def diff(installed: dict[str, Any], desired: dict[str, Any], name: str) -> str:
-    """A unified diff between what is installed and what the file says."""
-
-    def lines(body: dict[str, Any]) -> list[str]:
-        clean = copy.deepcopy(body)
-        if isinstance(clean.get("_meta"), dict):
-            clean["_meta"].pop(HASH_KEY, None)
-        text = json.dumps(normalize_installed(clean), indent=2, sort_keys=True, ensure_ascii=False)
-        return text.splitlines(keepends=True)
-
-    return "".join(
-        difflib.unified_diff(
-            lines(installed), lines(desired), f"{name} (installed)", f"{name} (file)"
-        )
-    )

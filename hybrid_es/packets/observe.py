@@ -1,5 +1,10 @@
 """Looking up a packet's dependencies now: the I/O half of revalidation.
 
+:func:`observe_packet` gathers all that ``verdict.revalidate`` reads: the chain first (is there
+a newer version? :func:`observe_chain`), then the members, the watermark and the policy version
+(:func:`observe`). It decides nothing; it only skips the lookups that cannot matter (a packet
+whose verdict the manifest alone settles, one already superseded).
+
 Member records are read by id with only their policy fields, version and hash (never their text),
 and judged for the current caller by the same policy rules the search filter uses. They are read
 by their stored keys under the packet's tenant, so nothing of another tenant can be reached. Any
@@ -19,7 +24,8 @@ from hybrid_es.errors import HybridEsError, error_reason
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest
-from hybrid_es.packets.verdict import MemberState, Observations
+from hybrid_es.packets.store import PacketStore
+from hybrid_es.packets.verdict import MemberState, Observations, settled_by_manifest
 from hybrid_es.retrieval.policy import POLICY_VERSION, authorize
 
 _AUTH_RULES = {"tenant", "acl"}
@@ -42,6 +48,44 @@ _FIELDS = [
 ]
 
 
+def observe_packet(
+    store: PacketStore,
+    client: Engine,
+    chunks_index: str,
+    corpus_state: CorpusState,
+    manifest: Manifest,
+    caller: Principal,
+    now: datetime,
+    *,
+    members: Observations | None = None,
+) -> Observations:
+    """Everything ``revalidate`` reads about ``manifest``, looked up now for ``caller``.
+
+    Nothing is looked up when the manifest alone settles the verdict
+    (``verdict.settled_by_manifest``: a caller who is not the owner, a revoked packet), so
+    nothing is ever read on behalf of a stranger. Otherwise the chain, and when the packet is
+    still current, the members (:func:`observe`; ``members``: observations to take instead of
+    looking them up, the chain being read all the same)."""
+    if settled_by_manifest(manifest, caller) is not None:
+        return Observations()
+    chain = observe_chain(store, caller, manifest)
+    if chain.unavailable is not None or chain.successor is not None:
+        return chain
+    if members is not None:
+        return members
+    return observe(client, chunks_index, corpus_state, manifest, caller, now)
+
+
+def observe_chain(store: PacketStore, caller: Principal, manifest: Manifest) -> Observations:
+    """Whether a newer version of the packet's chain exists: a real-time GET of the next
+    version under the caller's own key (``PacketStore.successor``), so a version written a
+    moment ago counts. A failed lookup is ``unavailable``, never "not superseded"."""
+    try:
+        return Observations(successor=store.successor(caller, manifest))
+    except HybridEsError as exc:
+        return Observations(unavailable=exc.message)
+
+
 def observe(
     client: Engine,
     chunks_index: str,
@@ -50,6 +94,8 @@ def observe(
     caller: Principal,
     now: datetime,
 ) -> Observations:
+    """The members as the chunks index holds them now, judged for ``caller``, with the tenant's
+    corpus watermark and the policy version (the module docstring says how failures read)."""
     keys = {m.chunk_id: chunk_key(manifest.tenant, m.chunk_id) for m in manifest.members}
     try:
         state = corpus_state.read(manifest.tenant)

@@ -25,125 +25,38 @@ trace writer), so reuse rate and packet build p50/p95 can be shown.
 
 from __future__ import annotations
 
-import functools
-
 # One module for the packet flow: build, refresh, revalidate, render and release share the
 # ownership rules of the docstring, which read best beside every operation that enforces them.
+# What they share lives beside it: assembling a version (``assemble``), the lookups
+# (``observe``), the decision (``verdict``), rendering (``render``) and measuring (``metrics``).
 import logging
-import statistics
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from hybrid_es import telemetry
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.errors import BadQueryError, HybridEsError, ManifestConflictError
+from hybrid_es.errors import BadQueryError, ManifestConflictError
 from hybrid_es.identity import chunk_key
 from hybrid_es.models import Principal, RequestScope, check_id
-from hybrid_es.packets.manifest import (
-    Manifest,
-    Member,
-    QueryScope,
-    Section,
-    packet_id,
-)
-from hybrid_es.packets.observe import observe
+from hybrid_es.packets.assemble import SECTIONS as SECTIONS  # re-exported
+from hybrid_es.packets.assemble import assemble
+from hybrid_es.packets.manifest import Manifest, QueryScope
+from hybrid_es.packets.metrics import PacketMetrics as PacketMetrics  # re-exported
+from hybrid_es.packets.metrics import spanned
+from hybrid_es.packets.observe import observe, observe_packet
 from hybrid_es.packets.render import Rendered, render
 from hybrid_es.packets.store import PacketStore, Stored
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
-from hybrid_es.retrieval.policy import POLICY_VERSION, policy_filter
+from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Deliberate order: the case's own records, then binding terms, then qualifying evidence, then
-# background. Unknown source types land in "supporting".
-SECTIONS = (
-    Section(key="case", label="Case records", order=1),
-    Section(key="terms", label="Binding terms (contracts)", order=2),
-    Section(key="evidence", label="Qualifying evidence (audits, inspections)", order=3),
-    Section(key="supporting", label="Supporting material", order=4),
-    Section(key="background", label="Background (brochures, reviews)", order=5),
-)
-SECTION_OF = {
-    "itinerary": "case",
-    "booking": "case",
-    "contract": "terms",
-    "correction": "terms",
-    "accessibility-audit": "evidence",
-    "inspection": "evidence",
-    "audit": "evidence",
-    "brochure": "background",
-    "review": "background",
-}
-
 Event = dict[str, Any]
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _spanned(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """The operation in an OpenTelemetry span ``hybrid_es.packet.<name>`` (``telemetry``: a
-    no-op without it); no case id, query or member text goes on it, only the outcome."""
-
-    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        @functools.wraps(fn)
-        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            with telemetry.span(f"hybrid_es.packet.{name}") as sp:
-                out = fn(*args, **kwargs)
-                verdict = out[0] if isinstance(out, tuple) else out
-                if isinstance(verdict, Verdict):
-                    sp.set(verdict=verdict.kind, reasons=len(verdict.reasons))
-                if isinstance(out, Stored):
-                    sp.set(members=len(out.manifest.members))
-                return out
-
-        return run
-
-    return wrap
-
-
-MAX_LATENCIES = 10_000
-"""Latencies kept per operation: the most recent ones (a long-lived process keeps no more)."""
-
-
-@dataclass
-class PacketMetrics:
-    """Per-operation latencies (ms; the latest :data:`MAX_LATENCIES` of each) and verdict counts
-    for this process: bounded, whatever the traffic (OpenTelemetry's histograms,
-    ``hybrid_es.telemetry``, keep the whole distribution)."""
-
-    latencies: dict[str, deque[float]] = field(default_factory=dict)
-    verdicts: dict[str, int] = field(default_factory=dict)
-    max_latencies: int = MAX_LATENCIES
-
-    def record(self, op: str, ms: float, verdict: str | None = None) -> None:
-        kept = self.latencies.get(op)
-        if kept is None:
-            kept = self.latencies[op] = deque(maxlen=self.max_latencies)
-        kept.append(ms)
-        if verdict:
-            self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
-
-    @property
-    def reuse_rate(self) -> float:
-        total = sum(self.verdicts.values())
-        return self.verdicts.get("reuse", 0) / total if total else 0.0
-
-    def percentiles(self, op: str) -> tuple[float, float]:
-        """(p50, p95) of an operation's latency; (0, 0) when it never ran."""
-        xs = sorted(self.latencies.get(op, ()))
-        if not xs:
-            return 0.0, 0.0
-        if len(xs) == 1:
-            return xs[0], xs[0]
-        q = statistics.quantiles(xs, n=20, method="inclusive")
-        return statistics.median(xs), q[18]
 
 
 class PacketService:
@@ -219,47 +132,20 @@ class PacketService:
         now: datetime,
         unresolved: tuple[str, ...],
     ) -> Manifest:
-        # The watermark is read before the search: a change that lands in between moves it, so
-        # the packet can only ever record a watermark older than what it saw.
-        watermark = self.corpus_state.watermark(principal.tenant)
-        resp = self.searcher.search(qs.query, principal, qs.scope, top_k=self.max_members, now=now)
-        members = tuple(
-            Member(
-                source_id=h.doc_id,
-                version=h.source_version,
-                chunk_id=h.chunk_id,
-                chunk_hash=str(h.source.get("chunk_hash", "")),
-                section=SECTION_OF.get(str(h.source.get("source_type")), "supporting"),
-                title=h.title,
-            )
-            for h in resp.hits
-        )
-        return Manifest(
-            packet_id=packet_id(case_id, version),
+        return assemble(
+            self.searcher,
+            self.corpus_state,
             case_id=case_id,
-            packet_version=version,
-            tenant=principal.tenant,
-            principal_id=principal.user_id,
-            principal_scope_version=principal.scope_version,
-            policy_version=POLICY_VERSION,
-            corpus_watermark=watermark,
+            version=version,
             query_scope=qs,
-            assembled_at=now,
-            expires_at=now + self.ttl,
-            members=members,
-            sections=SECTIONS,
+            principal=principal,
+            now=now,
             unresolved=unresolved,
-            retrieval_settings={
-                "fusion_path": resp.fusion_path,
-                "reranked": resp.reranked,
-                "window": self.searcher.params.window,
-                "rank_constant": self.searcher.params.rank_constant,
-                "top_k": self.max_members,
-                "request_digest": resp.request_digest,
-            },
+            ttl=self.ttl,
+            max_members=self.max_members,
         )
 
-    @_spanned("build")
+    @spanned("build")
     def build(
         self,
         case_id: str,
@@ -291,7 +177,7 @@ class PacketService:
         self._done("packet_build", t, principal, manifest.packet_id, None, ())
         return stored
 
-    @_spanned("refresh")
+    @spanned("refresh")
     def refresh(self, pid: str, principal: Principal, *, now: datetime | None = None) -> Stored:
         """Re-run retrieval for the same query scope and write the next version (owner only).
 
@@ -347,7 +233,7 @@ class PacketService:
         kept = tuple(x for x in m.members if x.chunk_id in visible)
         return m.model_copy(update={"members": kept}), len(m.members) - len(kept)
 
-    @_spanned("validate")
+    @spanned("validate")
     def validate(
         self,
         pid: str,
@@ -382,27 +268,28 @@ class PacketService:
         now: datetime,
         observed: Observations | None = None,
     ) -> Verdict:
-        """Revalidate an already-read manifest (lookups here, decision in ``revalidate``)."""
-        if manifest.tenant != principal.tenant or manifest.principal_id != principal.user_id:
-            return revalidate(manifest, principal, now, Observations(), scope=scope)
-        if manifest.status == "revoked":
-            return Verdict(kind="deny", reasons=("packet is revoked",))
-        try:
-            newer = self.store.successor(principal, manifest)
-        except HybridEsError as exc:
-            observed = Observations(unavailable=exc.message)
-        else:
-            if newer is not None:
-                return Verdict(kind="refresh_required", reasons=(f"superseded by {newer}",))
-        if observed is None:
-            observed = self._observe(manifest, principal, now)
-        return revalidate(manifest, principal, now, observed, scope=scope)
+        """Revalidate an already-read manifest: the lookups in ``observe.observe_packet`` (none
+        for a packet that is not the caller's), the whole decision in ``verdict.revalidate``.
+        ``observed``: the members' observations to take instead of looking them up (the chain
+        is read all the same)."""
+        index = self.searcher.layout.chunks_for(manifest.tenant)
+        found = observe_packet(
+            self.store,
+            self.client,
+            index,
+            self.corpus_state,
+            manifest,
+            principal,
+            now,
+            members=observed,
+        )
+        return revalidate(manifest, principal, now, found, scope=scope)
 
     def _observe(self, manifest: Manifest, principal: Principal, now: datetime) -> Observations:
         index = self.searcher.layout.chunks_for(manifest.tenant)
         return observe(self.client, index, self.corpus_state, manifest, principal, now)
 
-    @_spanned("render")
+    @spanned("render")
     def render(
         self,
         pid: str,

@@ -1,18 +1,26 @@
 """Revalidation before every reuse: pure decision logic over observed dependencies.
 
-Verdicts, in order of precedence:
+The whole verdict is decided here, from the manifest, the caller, the follow-up's scope and what
+``observe.py`` looked up; the service only looks up and acts on the verdict. The checks, in the
+order they are made (the first that applies decides):
 
-- ``deny``: the caller is not the packet's owner, or a member is no longer authorized for the
-  caller (revoked scope). The affected members are listed for discarding; nothing is released.
-- ``withhold``: the packet has expired and its sources cannot be reached: no current factual
-  claim may be released from it.
-- ``unverified``: a dependency cannot be checked (cluster unreachable or timing out). Never a hit.
-- ``refresh_required``: a dependency changed (reasons name which): member version or content,
-  deletion, applicability, corpus watermark, caller scope version, policy version, query scope
-  (the follow-up's request scope differs from the packet's), or expiry.
+1. ``deny`` from the manifest alone (:func:`settled_by_manifest`): the caller is not the packet's
+   owner (every member is listed for discarding; nothing else is said), or it is revoked.
+2. ``refresh_required``: the packet is superseded, a newer version of its chain exists
+   (``Observations.successor``): the chain, not the members, says it is no longer current.
+3. ``withhold``: the packet has expired and its sources cannot be reached: no current factual
+   claim may be released from it.
+4. ``unverified``: the dependencies cannot be checked (cluster unreachable or timing out).
+5. ``deny``: a member is no longer authorized for the caller (revoked scope). The affected
+   members are listed for discarding; nothing is released.
+6. ``unverified``: a member, the watermark or the policy version was not looked up. An
+   unchecked dependency is never a hit.
+7. ``refresh_required``: a dependency changed (reasons name which): member version or content,
+   deletion, applicability, corpus watermark, caller scope version, policy version, query scope
+   (the follow-up's request scope differs from the packet's), or expiry.
+8. ``reuse``: everything checked and unchanged, before expiry.
 
 The follow-up's scope is part of every decision: there is no reuse without one.
-- ``reuse``: everything checked and unchanged, before expiry.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ class Observations(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     unavailable: str | None = None
+    successor: str | None = None
+    """the id of the next version of the packet's chain, when one exists: it is superseded"""
     corpus_watermark: int | None = None
     policy_version: str | None = None
     members: tuple[MemberState, ...] = ()
@@ -81,12 +91,11 @@ def revalidate(
     ``now``, in the precedence of the module docstring. A packet is its owner's working set:
     anyone else is denied (the store never hands them one; this is the pure rule behind it),
     with no detail about the packet."""
-    if caller.tenant != manifest.tenant or caller.user_id != manifest.principal_id:
-        return Verdict(
-            kind="deny",
-            reasons=("the caller is not this packet's owner",),
-            discard=tuple(m.chunk_id for m in manifest.members),
-        )
+    settled = settled_by_manifest(manifest, caller)
+    if settled is not None:
+        return settled
+    if observed.successor is not None:
+        return Verdict(kind="refresh_required", reasons=(f"superseded by {observed.successor}",))
     expired = now >= manifest.expires_at
     if observed.unavailable is not None:
         if expired:
@@ -129,6 +138,22 @@ def revalidate(
     if reasons:
         return Verdict(kind="refresh_required", reasons=tuple(reasons))
     return Verdict(kind="reuse", reasons=("all dependencies unchanged, before expiry",))
+
+
+def settled_by_manifest(manifest: Manifest, caller: Principal) -> Verdict | None:
+    """The verdict that the manifest alone decides, before anything is looked up (None: the
+    dependencies decide): ``deny`` for a caller who is not the owner (every member listed for
+    discarding, nothing else said), and ``deny`` for a packet already revoked. ``observe.py``
+    looks nothing up for such a packet, so nothing is read on behalf of a stranger."""
+    if caller.tenant != manifest.tenant or caller.user_id != manifest.principal_id:
+        return Verdict(
+            kind="deny",
+            reasons=("the caller is not this packet's owner",),
+            discard=tuple(m.chunk_id for m in manifest.members),
+        )
+    if manifest.status == "revoked":
+        return Verdict(kind="deny", reasons=("packet is revoked",))
+    return None
 
 
 def _member_changes(manifest: Manifest, states: dict[str, MemberState]) -> list[str]:

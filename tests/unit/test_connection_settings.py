@@ -27,6 +27,7 @@ from hybrid_es.cluster.client import (
     unverified_warning,
     user_agent,
 )
+from hybrid_es.connection_strings import decode_cloud_id, normalize_fingerprint
 from hybrid_es.errors import (
     ConfigurationError,
     EngineUnavailableError,
@@ -34,13 +35,7 @@ from hybrid_es.errors import (
     tls_error,
     translate_es_error,
 )
-from hybrid_es.settings import (
-    Settings,
-    configuration_error,
-    decode_cloud_id,
-    normalize_fingerprint,
-    read_start_local,
-)
+from hybrid_es.settings import Settings, configuration_error, read_start_local
 
 CLOUD_ID = (
     "my-deployment:"

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import pytest
 
+from hybrid_es.cluster.template_bodies import HASH_KEY, diff, fingerprint, merge_patch
 from hybrid_es.cluster.templates import (
     ANALYSIS_TEMPLATE,
     DEPLOYMENT_ROLES,
-    HASH_KEY,
     PIPELINES,
     TENANT_PLACEHOLDER,
     Template,
     adapt_pipeline,
     backend_role,
-    diff,
-    fingerprint,
     load_pipelines,
     load_templates,
-    merge_patch,
     pipeline_definition,
     render_deployment_role,
     render_role,
@@ -35,6 +32,7 @@ from hybrid_es.errors import ConfigurationError
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize, policy_filter
 from hybrid_es.tenancy import IndexLayout
+from tests.constants import NOW
 
 ROOT = Path(__file__).resolve().parents[2] / "es_templates"
 JSON_FILES = sorted(ROOT.rglob("*.json"))
@@ -143,7 +141,6 @@ FULL_SCOPE = RequestScope(
     source_types=("contract",),
 )
 PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
 def test_chunk_mapping_has_every_field_the_policy_filter_references():

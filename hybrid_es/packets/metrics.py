@@ -1,0 +1,81 @@
+"""How packet operations are measured: per-process latencies and verdict counts, and spans.
+
+Apart from the packet flow (``service.py``) so that the flow reads as its operations only; every
+operation is timed into :class:`PacketMetrics` (bounded, for reuse rate and build p50/p95) and
+run inside an OpenTelemetry span (:func:`spanned`; ``hybrid_es.telemetry``, a no-op without it).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ParamSpec, TypeVar
+
+from hybrid_es import telemetry
+from hybrid_es.packets.store import Stored
+from hybrid_es.packets.verdict import Verdict
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def spanned(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """The operation in an OpenTelemetry span ``hybrid_es.packet.<name>`` (``telemetry``: a
+    no-op without it); no case id, query or member text goes on it, only the outcome."""
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(fn)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with telemetry.span(f"hybrid_es.packet.{name}") as sp:
+                out = fn(*args, **kwargs)
+                verdict = out[0] if isinstance(out, tuple) else out
+                if isinstance(verdict, Verdict):
+                    sp.set(verdict=verdict.kind, reasons=len(verdict.reasons))
+                if isinstance(out, Stored):
+                    sp.set(members=len(out.manifest.members))
+                return out
+
+        return run
+
+    return wrap
+
+
+MAX_LATENCIES = 10_000
+"""Latencies kept per operation: the most recent ones (a long-lived process keeps no more)."""
+
+
+@dataclass
+class PacketMetrics:
+    """Per-operation latencies (ms; the latest :data:`MAX_LATENCIES` of each) and verdict counts
+    for this process: bounded, whatever the traffic (OpenTelemetry's histograms,
+    ``hybrid_es.telemetry``, keep the whole distribution)."""
+
+    latencies: dict[str, deque[float]] = field(default_factory=dict)
+    verdicts: dict[str, int] = field(default_factory=dict)
+    max_latencies: int = MAX_LATENCIES
+
+    def record(self, op: str, ms: float, verdict: str | None = None) -> None:
+        kept = self.latencies.get(op)
+        if kept is None:
+            kept = self.latencies[op] = deque(maxlen=self.max_latencies)
+        kept.append(ms)
+        if verdict:
+            self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
+
+    @property
+    def reuse_rate(self) -> float:
+        total = sum(self.verdicts.values())
+        return self.verdicts.get("reuse", 0) / total if total else 0.0
+
+    def percentiles(self, op: str) -> tuple[float, float]:
+        """(p50, p95) of an operation's latency; (0, 0) when it never ran."""
+        xs = sorted(self.latencies.get(op, ()))
+        if not xs:
+            return 0.0, 0.0
+        if len(xs) == 1:
+            return xs[0], xs[0]
+        q = statistics.quantiles(xs, n=20, method="inclusive")
+        return statistics.median(xs), q[18]
