@@ -260,7 +260,9 @@ def make_searcher(
     searcher = traced_searcher(
         s,
         client=client(s),
-        embedder=make_embedders(embedder or s.embedder, query_threads=s.embed_threads),
+        embedder=make_embedders(
+            embedder or s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
+        ),
         fusion=mode,
         tracer=tracer(s) if s.traces else None,
         traces=s.traces,

@@ -115,7 +115,7 @@ def eval_command(
     with RichProgress(disable=as_json) as progress:
         run = evaluate_dataset(
             client(s),
-            make_embedders(embedder, query_threads=s.embed_threads),
+            make_embedders(embedder, query_threads=s.embed_threads, runtime=s.embed_runtime),
             req,
             url=s.redacted_url(),
             command="hybrid-es eval " + " ".join(sys.argv[2:]),

@@ -166,7 +166,7 @@ def ingest(
         task = bar.add_task("docs", total=None)
         run = ingest_path(
             client(s),
-            make_embedders(embedder or s.embedder),
+            make_embedders(embedder or s.embedder, runtime=s.embed_runtime),
             path,
             principal,
             layout=s.layout(),

