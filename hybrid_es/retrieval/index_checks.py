@@ -7,6 +7,8 @@ a chunk it may read instead (through the chunks door, under the tenant). A calle
 chunk at all cannot be wrongly answered (every search is empty) and is checked again on the next
 search. A filter on a declared field the index does not map with the declared type is refused:
 the engine would match nothing (or, for ``$ne``, everything) in silence.
+
+:func:`check_vectors` is the model rule itself, which the ingest applies before its first write.
 """
 
 from __future__ import annotations
@@ -169,3 +171,35 @@ def check_model_id(index: str, model: Any, embedder: Embedder) -> None:
 def meta_filters(mappings: dict[str, Any]) -> list[tuple[str, Any]]:
     """Each index's ``meta_filter`` mapping (None where it has none), from ``get_mapping``."""
     return [(name, m.get("properties", {}).get("meta_filter")) for name, m in mappings.items()]
+
+
+def check_vectors(
+    index: str,
+    embedder: Embedder,
+    *,
+    model: Any = None,
+    dims: Any = None,
+    writing: bool = False,
+) -> None:
+    """The model check that searching and ingesting share: refuse (ModelError) an index whose
+    vectors have another dimension (``dims``: what its field or mapping records) or came from
+    another model (``model``: the one it records) than ``embedder``'s; None: nothing recorded,
+    nothing to refuse. ``writing``: the caller was about to write, so the message says nothing
+    was, and the hint names the setting that takes the index's own model."""
+    done = "; nothing was written" if writing else ""
+    if dims is not None and int(dims) != embedder.dims:
+        raise ModelError(
+            f"index {index} holds {dims}-dimensional vectors but the embedder "
+            f"{embedder.model_id} makes {embedder.dims}{done}",
+            hint="use a matching embedder, or an index template with the right dims"
+            if writing
+            else "use the embedder the index was built with, or re-ingest",
+        )
+    if not writing:
+        check_model_id(index, model, embedder)
+    elif model is not None and model != embedder.model_id:
+        raise ModelError(
+            f"index {index} holds vectors from {model}, not {embedder.model_id}{done}",
+            hint="ingest into a new index, or use the index's embedder "
+            "(HYBRID_ES_EMBEDDER=auto takes it from the index)",
+        )

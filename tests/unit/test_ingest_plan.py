@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,8 +12,8 @@ from hybrid_es.ingest.contextual import Header, fallback_version
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
 from hybrid_es.text.analysis import ANALYSIS_VERSION
+from tests.constants import NOW
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 MODEL = "model-a"
 VERSION = "extractive-v2"
 DOC = Document(
@@ -160,11 +159,11 @@ def test_a_deletion_is_a_watermark_change_of_its_own():
 def test_cluster_calls_are_retried_whole_on_connection_failures_only(monkeypatch):
     import elastic_transport
 
-    from hybrid_es.ingest import indexer
+    from hybrid_es.cluster import retries
 
     calls: list[str] = []
 
-    @indexer._on_connection_failure
+    @retries.on_connection_failure
     def flaky(kind: str) -> str:
         calls.append(kind)
         if len(calls) < 3:

@@ -1,0 +1,137 @@
+"""What an ingest checks of a chunks index once, before its first write to it: that its vector
+field can hold this embedder's vectors on this engine, which model writes it, and which
+filterable metadata fields its mapping declares.
+
+The model rule is the searcher's own (``retrieval.index_checks.check_vectors``): an index holds
+the vectors of one model and dimension. An empty index takes the embedder's model id and
+dimension into its mapping ``_meta`` before anything is written to it, so a later writer or
+searcher finds it recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.retries import on_connection_failure, while_shards_start
+from hybrid_es.cluster.templates import vector_dims, vector_field_problem
+from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder_choice import Embedders
+from hybrid_es.errors import ConfigurationError, translate_es_error
+from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping
+from hybrid_es.retrieval.door import ChunksDoor
+from hybrid_es.retrieval.index_checks import check_vectors
+
+
+class WriteChecks:
+    """Per chunks index, the result of its check (done once): the embedder that writes it and
+    the filterable fields it maps."""
+
+    def __init__(self) -> None:
+        self.checked: set[str] = set()
+        self.embedder_of: dict[str, Embedder] = {}
+        self.filterable: dict[str, FilterableFields] = {}
+        """Per index, the filterable metadata fields its mapping holds (``meta_filter``)."""
+
+    def embedder_for(self, index: str, embedders: Embedders) -> Embedder:
+        """The embedder that writes ``index`` (as :meth:`check_model` found or chose it)."""
+        return self.embedder_of.get(index) or embedders.default
+
+    def check_model(
+        self,
+        client: Engine,
+        door: ChunksDoor,
+        embedders: Embedders,
+        index: str,
+        texts: Sequence[str] = (),
+    ) -> Embedder:
+        """The embedder that writes ``index``; refuses, before any write, an index whose vectors
+        come from another model or size (ModelError), or whose vector field this engine cannot
+        serve (ConfigurationError; OpenSearch: a k-NN engine other than lucene).
+
+        An empty index takes the embedder's model id and dimension into its mapping ``_meta``:
+        the fixed one, or (``auto``) the one chosen from ``texts``, the first documents to be
+        written (no texts: nothing is chosen or recorded yet). The filterable metadata fields the
+        index maps (``meta_filter``, as bootstrap put them) are the ones whose values every
+        document writes: the mapping is the declaration.
+        """
+        if index in self.checked:
+            return self.embedder_for(index, embedders)
+        try:
+            props, meta, count = _mapping(client, door, index)
+        except Exception as exc:
+            raise translate_es_error(exc, url=client.url, what=f"checking {index}") from exc
+        vector_field = props.get("embedding", {})
+        _refuse_field(client, index, vector_field)
+        recorded = meta.get("embedding_model") if count else None
+        if recorded is not None:
+            embedder, reason = embedders.recorded(index, recorded), None
+        elif embedders.auto and not texts:
+            return embedders.default  # nothing to choose from yet: decided by the first write
+        else:
+            choice = embedders.for_documents(texts)
+            embedder, reason = choice.embedder, choice.reason
+        check_vectors(index, embedder, model=recorded, dims=vector_dims(vector_field), writing=True)
+        filterable = fields_from_mapping(props.get("meta_filter"), index=index)
+        if meta.get("embedding_model") != embedder.model_id or reason is not None:
+            try:
+                _put_meta(client, index, embedder, reason)
+            except Exception as exc:
+                raise translate_es_error(
+                    exc, url=client.url, what=f"recording the model on {index}"
+                ) from exc
+        self.filterable[index] = filterable
+        self.embedder_of[index] = embedder
+        self.checked.add(index)
+        return embedder
+
+
+def _refuse_field(client: Engine, index: str, vector_field: dict[str, Any]) -> None:
+    """ConfigurationError for an index whose ``embedding`` field this engine cannot serve."""
+    problem = vector_field_problem(client.flavor, vector_field)
+    if problem is not None and not vector_field:
+        problem = "it maps no `embedding` field (no hybrid-es index template applied to it)"
+    if problem is not None:
+        raise ConfigurationError(
+            f"index {index} cannot hold hybrid-es vectors on {client.name}: {problem}; "
+            "nothing was written",
+            hint=f"delete {index} and run `hybrid-es bootstrap`, so that new chunks indices "
+            "map `embedding` as a knn_vector with the lucene engine; or ingest into a new "
+            "index",
+        )
+
+
+@on_connection_failure
+def _mapping(
+    client: Engine, door: ChunksDoor, index: str
+) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The index's mapped properties, its ``_meta`` and its chunk count (created if missing)."""
+    # False when another writer created it first: that is fine.
+    client.create_index(index)
+    # A concurrent writer may have created the index a moment ago: wait until its primary
+    # shard has started, or the count below meets a 503 (returns at once when it has). The
+    # wait is both servers' default, 30s: a `timeout` parameter is not sent, because
+    # opensearch-py's transport takes one for its own socket timeout.
+    client.health(index, wait_for_status="yellow")
+    # Count before reading the model: every writer records its model before its first
+    # write, so a count above zero is always read with that model already in the mapping
+    # (read the other way round, a concurrent first writer's records could be counted
+    # against the template's default model).
+    count = _count(door, index)
+    (mappings,) = client.get_mapping(index).values()
+    return mappings.get("properties", {}), mappings.get("_meta", {}), count
+
+
+@while_shards_start
+def _count(door: ChunksDoor, index: str) -> int:
+    # A shard that is still starting (a busy or recovering node) answers 503 for a while.
+    return door.size(index)
+
+
+@on_connection_failure
+def _put_meta(client: Engine, index: str, embedder: Embedder, reason: str | None) -> None:
+    meta: dict[str, Any] = {"embedding_model": embedder.model_id, "embedding_dims": embedder.dims}
+    if reason is not None:
+        meta["embedding_choice"] = reason
+    client.put_mapping(index, {"_meta": meta})
