@@ -98,13 +98,14 @@ class Settings(BaseSettings):
     """``auto`` (each chunks index takes the English MiniLM or the multilingual e5 from the
     scripts of its first documents, and keeps it: ``encoders.embedder_choice``), ``minilm``,
     ``e5``, or a sentence-transformers model name or folder for every index."""
-    embed_runtime: Literal["onnx-int8", "onnx", "torch"] = "onnx-int8"
-    """How MiniLM runs (``encoders.embedder.RUNTIMES``): ONNX Runtime on int8 weights (the
-    default: a quarter of torch's query time, nDCG@10 within noise of torch on every shared
-    collection; docs/evaluation.md, "A cheaper query encoder"), ONNX Runtime on the float32
-    weights (torch's vectors, cosine 1.0), or torch. The ONNX files are built on first use from
-    the packaged weights (``encoders.onnx_build``). One vector space: an index written by one
-    runtime is searched by another; the index records which wrote it (``embedding_variant``)."""
+    embed_runtime: Literal["onnx", "onnx-int8", "torch"] = "onnx"
+    """How MiniLM runs for a new index (``encoders.embedder.RUNTIMES``): ONNX Runtime on the
+    float32 weights (the default: torch's vectors, cosine 1.00000, about half torch's query
+    time), on int8 weights (about a quarter; its own vectors, recorded as the model id
+    ``...@onnx-int8``), or torch. The ONNX files are built on first use from the packaged
+    weights (``encoders.onnx_build``). An index is always embedded as it was written: with
+    ``auto`` a search of an index another runtime wrote uses that runtime (docs/evaluation.md,
+    "A cheaper query encoder")."""
     embed_threads: int = Field(default=1, ge=0, le=256)
     """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
     per core). One by default: with two, a query that runs beside another busy process waits on

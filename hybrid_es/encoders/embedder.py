@@ -281,12 +281,20 @@ def covers(embedder: Embedder, text: str) -> tuple[bool, str]:
     return (scripts is None or script in scripts), script
 
 
-RUNTIMES = ("onnx-int8", "onnx", "torch")
-"""How MiniLM runs (``HYBRID_ES_EMBED_RUNTIME``): ONNX Runtime on int8 or float32 weights
-(``encoders.onnx_build``), or torch through sentence-transformers. One vector space: an index
-written by one is searched by another (docs/evaluation.md, "A cheaper query encoder")."""
-DEFAULT_RUNTIME = "onnx-int8"
+RUNTIMES = ("onnx", "onnx-int8", "torch")
+"""How MiniLM runs (``HYBRID_ES_EMBED_RUNTIME``): ONNX Runtime on float32 or int8 weights
+(``encoders.onnx_build``), or torch through sentence-transformers. ``onnx`` and ``torch`` give
+the same vectors and share a model id; ``onnx-int8`` records its own (docs/evaluation.md, "A
+cheaper query encoder")."""
+DEFAULT_RUNTIME = "onnx"
+"""float32 on ONNX Runtime: torch's vectors (cosine 1.00000), about half its time. ``onnx-int8``
+embeds a query in about a quarter of torch's time, but its vectors are another index's (cosine
+0.98-0.99 to float32): it is a choice made per index, before the first ingest."""
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_INT8_ID = f"{MINILM_ID}@onnx-int8"
+MINILM_RUNTIME_OF = {MINILM_ID: "onnx", MINILM_INT8_ID: "onnx-int8"}
+"""The model id an index records -> the MiniLM runtime that embeds for it (torch's float32 vectors
+are ONNX Runtime's float32 ones; int8 vectors are their own space, recorded as such)."""
 
 
 def make_embedder(
@@ -327,8 +335,9 @@ def _minilm(query_threads: int | None, runtime: str) -> Embedder:
     else:
         from hybrid_es.encoders.onnx_embedder import OnnxEmbedder
 
+        model_id = MINILM_INT8_ID if runtime == "onnx-int8" else MINILM_ID
         emb = OnnxEmbedder(
-            path, model_id=MINILM_ID, variant=runtime, dims=384, query_threads=query_threads
+            path, model_id=model_id, variant=runtime, dims=384, query_threads=query_threads
         )
     emb.scripts = MINILM_SCRIPTS
     return emb  # type: ignore[no-any-return]

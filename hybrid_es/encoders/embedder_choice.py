@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from hybrid_es.encoders.embedder import (
     DEFAULT_EMBED_THREADS,
     DEFAULT_RUNTIME,
+    MINILM_RUNTIME_OF,
     MINILM_SCRIPTS,
     Embedder,
     make_embedder,
@@ -67,6 +68,11 @@ class Embedders:
         self.fixed = fixed
         self._make = make or make_embedder
         self._made: dict[str, Embedder] = {}
+        self.make_minilm: Callable[[str], Embedder] = lambda runtime: make_embedder(
+            ENGLISH, runtime=runtime
+        )
+        """MiniLM on a given runtime: what serves an index that another runtime wrote
+        (``MINILM_RUNTIME_OF``)."""
 
     @classmethod
     def of(cls, embedder: Embedder | Embedders) -> Embedders:
@@ -106,6 +112,12 @@ class Embedders:
         for name in (ENGLISH, MULTILINGUAL):
             if self.named(name).model_id == model_id:
                 return self.named(name)
+        runtime = MINILM_RUNTIME_OF.get(model_id)
+        if runtime is not None:  # MiniLM written on the other runtime: embed as it was written
+            key = f"{ENGLISH}@{runtime}"
+            if key not in self._made:
+                self._made[key] = self.make_minilm(runtime)
+            return self._made[key]
         raise ModelError(
             f"index {index} was built with {model_id}, which HYBRID_ES_EMBEDDER=auto does not "
             f"choose (it chooses {ENGLISH} or {MULTILINGUAL})",
@@ -144,7 +156,10 @@ def make_embedders(
     """``auto`` (chosen per index), or one fixed embedder by name (:func:`make_embedder`);
     ``runtime``: how MiniLM runs (``HYBRID_ES_EMBED_RUNTIME``)."""
     if name == AUTO:
-        return Embedders(
+        out = Embedders(
             make=lambda n: make_embedder(n, query_threads=query_threads, runtime=runtime)
         )
-    return Embedders(make_embedder(name, query_threads=query_threads, runtime=runtime))
+    else:
+        out = Embedders(make_embedder(name, query_threads=query_threads, runtime=runtime))
+    out.make_minilm = lambda r: make_embedder(ENGLISH, query_threads=query_threads, runtime=r)
+    return out

@@ -163,7 +163,8 @@ def evaluate_dataset(
         es,
         embedder,
         req.dataset,
-        index=req.index or default_index(req.dataset, name),
+        # int8 MiniLM writes its own vectors (its own model id): its own index beside float32's.
+        index=req.index or default_index(req.dataset, name + _variant_suffix(embedder)),
         state_index=req.state_index,
         url=url,
         progress=progress,
@@ -213,6 +214,10 @@ class Judged:
     metrics: tuple[str, ...] = METRICS
     docs: list[Document] | None = None
     chunker: Chunker | None = None
+
+
+def _variant_suffix(embedder: Embedder) -> str:
+    return "-int8" if embedder.model_id.endswith("@onnx-int8") else ""
 
 
 def read_judged(req: EvalRequest) -> Judged:

@@ -73,9 +73,11 @@ def test_each_variant_stays_in_torchs_vector_space(embedders: dict[str, object])
         assert (np.argmax(q[:6] @ p.T, axis=1) == np.argmax(torch_q[:6] @ torch_p.T, axis=1)).all()
 
 
-def test_variants_share_the_model_id_and_name_their_runtime(embedders: dict[str, object]):
-    ids = {e.model_id for e in embedders.values()}  # type: ignore[attr-defined]
-    assert ids == {"sentence-transformers/all-MiniLM-L6-v2"}
+def test_float32_variants_share_the_model_id_and_int8_records_its_own(embedders: dict[str, object]):
+    ids = {r: e.model_id for r, e in embedders.items()}  # type: ignore[attr-defined]
+    plain = "sentence-transformers/all-MiniLM-L6-v2"
+    # float32 on either runtime is one vector space; int8 records its own.
+    assert ids == {"torch": plain, "onnx": plain, "onnx-int8": f"{plain}@onnx-int8"}
     assert {r: e.variant for r, e in embedders.items()} == {r: r for r in RUNTIMES}  # type: ignore[attr-defined]
 
 
@@ -121,3 +123,16 @@ def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(cache: object
     with pytest.raises(ModelError, match="unknown embedder runtime") as err:
         make_embedder("minilm", runtime="openvino")
     assert err.value.hint and "HYBRID_ES_EMBED_RUNTIME" in err.value.hint
+
+
+def test_auto_embeds_an_index_as_its_runtime_wrote_it(cache: object) -> None:
+    from hybrid_es.encoders.embedder_choice import make_embedders
+
+    plain = "sentence-transformers/all-MiniLM-L6-v2"
+    for runtime in ("onnx", "onnx-int8"):
+        auto = make_embedders("auto", runtime=runtime)
+        assert auto.recorded("old", plain).model_id == plain
+        assert auto.recorded("new", f"{plain}@onnx-int8").model_id == f"{plain}@onnx-int8"
+        assert auto.recorded("new", f"{plain}@onnx-int8").variant == "onnx-int8"  # type: ignore[attr-defined]
+    with pytest.raises(ModelError, match="does not choose"):
+        make_embedders("auto").recorded("other", "some/other-model")
