@@ -339,5 +339,7 @@ def _minilm(query_threads: int | None, runtime: str) -> Embedder:
         emb = OnnxEmbedder(
             path, model_id=model_id, variant=runtime, dims=384, query_threads=query_threads
         )
+        if runtime == "onnx":
+            emb.passage_embedder = SentenceTransformerEmbedder(path, model_id=MINILM_ID, dims=384)
     emb.scripts = MINILM_SCRIPTS
     return emb  # type: ignore[no-any-return]

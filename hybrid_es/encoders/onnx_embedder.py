@@ -52,6 +52,11 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.query_threads = query_threads
+        self.passage_embedder: Any = None
+        """Another embedder of the same vectors that embeds passages instead (None: this one).
+        The float32 variant hands ingest's batches to torch: same vectors (cosine 1.00000), and
+        torch's batched GEMMs embedded SciFact passages faster here (docs/evaluation.md, "A
+        cheaper query encoder"); int8 embeds its own."""
         self.scripts: frozenset[str] | None = None
         self._model = LazyModel(
             self._open,
@@ -103,6 +108,8 @@ class OnnxEmbedder:
         return self._encode(self._model.get()[1], [t[:head] for t in texts])
 
     def embed_passages(self, texts: list[str]) -> Vectors:
+        if self.passage_embedder is not None:
+            return self.passage_embedder.embed_passages(texts)  # type: ignore[no-any-return]
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         session = self._model.get()[2]
