@@ -266,7 +266,22 @@ def authorize(
     principal: Principal, scope: RequestScope, now: datetime, source: Source
 ) -> AuthorizationDecision:
     """Evaluate every rule against a record's ``_source``: the hit's authorization decision."""
-    outcomes = tuple(r.check(source) for r in rules(principal, scope, now))
-    return AuthorizationDecision(
-        allowed=all(o.passed for o in outcomes), outcomes=outcomes, policy_version=POLICY_VERSION
-    )
+    return authorizer(principal, scope, now)(source)
+
+
+def authorizer(
+    principal: Principal, scope: RequestScope, now: datetime
+) -> Callable[[Source], AuthorizationDecision]:
+    """:func:`authorize` for the records of one search: the rules are built once, not per
+    record (building them was most of a search's re-check)."""
+    in_force = rules(principal, scope, now)
+
+    def decide(source: Source) -> AuthorizationDecision:
+        outcomes = tuple(r.check(source) for r in in_force)
+        return AuthorizationDecision(
+            allowed=all(o.passed for o in outcomes),
+            outcomes=outcomes,
+            policy_version=POLICY_VERSION,
+        )
+
+    return decide

@@ -230,7 +230,7 @@ def knn_retriever(
     return {
         "knn": {
             "field": params.vector_field,
-            "query_vector": [float(x) for x in vector],
+            "query_vector": list(map(float, vector)),
             "k": params.window,
             "num_candidates": params.num_candidates,
             "filter": policy,

@@ -26,7 +26,7 @@ from hybrid_es.models import (
     SearchResponse,
 )
 from hybrid_es.retrieval import fusion as fusion_mod
-from hybrid_es.retrieval.policy import authorize
+from hybrid_es.retrieval.policy import authorizer
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,9 @@ def authorize_stage(req: SearchRequest, candidates: list[Candidate]) -> Authoriz
     the rules disagree): the caller, the error hook and a trace learn nothing about it.
     """
     decisions: dict[str, AuthorizationDecision] = {}
+    decide = authorizer(req.principal, req.scope, req.now)
     for c in candidates:
-        d = authorize(req.principal, req.scope, req.now, c.source)
+        d = decide(c.source)
         if not d.allowed or c.source.get("tenant") != req.principal.tenant:
             log.debug("policy re-check failed for %s: %s", c.key, d.summary())
             raise PolicyViolationError(
