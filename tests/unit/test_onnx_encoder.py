@@ -92,8 +92,8 @@ def test_a_stale_manifest_and_a_broken_file_are_rebuilt(embedders: dict[str, obj
     emb = embedders["onnx"]
     model_dir = emb.model_dir  # type: ignore[attr-defined]
     onnx_path, manifest = onnx_build.paths(model_dir, "onnx")
+    before = emb.embed_queries(QUESTIONS[:2])  # type: ignore[attr-defined]  (builds it)
     assert onnx_build.is_current(model_dir, "onnx")
-    before = emb.embed_queries(QUESTIONS[:2])  # type: ignore[attr-defined]
 
     # Another recipe (or other weights) wrote the manifest: stale, built again.
     record = json.loads(manifest.read_text())
