@@ -2,16 +2,18 @@
 # Set up everything and run the whole test suite against real engines: venv (cached),
 # Elasticsearch 9, OpenSearch 2.19 and Elasticsearch 8.19 (fetched from Maven Central, cached),
 # lint, type check, then the unit suite alone (in random order, on a cold numba cache), pytest on
-# Elasticsearch 9 (every other test), on OpenSearch (the integration and security suites), on
-# Elasticsearch 8.19 with elasticsearch-py 8 (what can differ between client majors, plus the
-# client-mismatch test with the 9.x client), and the smoke test of a local 3-node Elasticsearch 9 cluster
-# (tests/cluster: a node killed and restarted under searches).
+# Elasticsearch 9 (every other test) and, beside it, on OpenSearch (the integration and security
+# suites), then on Elasticsearch 8.19 with elasticsearch-py 8 (what can differ between client
+# majors, plus the client-mismatch test with the 9.x client), and the smoke test of a local
+# 3-node Elasticsearch 9 cluster (tests/cluster: a node killed and restarted under searches).
+# Each suite run ends with its slowest test files and their seconds (tests/conftest.py).
 #
 #   scripts/test.sh [pytest args]       the same args go to every run but the cluster smoke; with
 #                                       args the unit suite is not run apart (the Elasticsearch
 #                                       run takes them, in file order, as the whole suite)
 #   HYBRID_ES_TEST_ENGINES="elasticsearch"   only the first run (default:
 #                                            "elasticsearch opensearch elasticsearch8 cluster")
+#   HYBRID_ES_TEST_SERIAL=1             the OpenSearch run after the Elasticsearch run, not beside
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -52,6 +54,14 @@ await_node() {  # name -> the start's exit status, its log on stderr when it fai
 TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900)
 ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219 HYBRID_ES_START_TIMEOUT=900)
 CLIENT_MAJOR_SUITE=(tests/integration/test_{connection,capabilities,bootstrap,ingest,retrieval,filters,golden_bodies,native_fusion,records,packets,traces,isolation,verify}.py)
+# OpenSearch runs every module that reaches the engine, those whose subject sits above the engine
+# seam included (training, evaluation, fuzzing, the CLI, the framework adapters): each of them
+# searches through the searcher (OpenSearch's hybrid query and search pipeline, its dialect), so
+# it is not engine-independent. Left out: what never reaches an engine. test_render.py renders
+# generated packets and parses them (pure; the Elasticsearch run has it).
+OPENSEARCH_SUITE=(tests/integration tests/security --ignore=tests/security/test_render.py)
+# The seconds per test file at the end of each suite run (tests/conftest.py): where CI's time goes.
+DURATIONS=(--file-durations=25)
 # The 3-node cluster of tests/cluster (instance "cluster", ports 9271-9273, 512 MB heap a node):
 # started once the Elasticsearch run is over, so that its start overlaps the OpenSearch run
 # rather than crowding the first; stopped after its smoke test.
@@ -77,28 +87,49 @@ if wants elasticsearch && [ $# -eq 0 ]; then
   # runs keep their file order: their modules share engines and fixtures.
   echo "== pytest (unit: random order, cold numba cache)"
   UNIT_NUMBA_CACHE="$(mktemp -d)"
-  NUMBA_CACHE_DIR="$UNIT_NUMBA_CACHE" python -m pytest -p randomly tests/unit || status=$?
+  NUMBA_CACHE_DIR="$UNIT_NUMBA_CACHE" python -m pytest -p randomly "${DURATIONS[@]}" tests/unit \
+    || status=$?
   rm -rf "$UNIT_NUMBA_CACHE"
   ES_ARGS=(--ignore=tests/unit)
+fi
+opensearch_run() {  # [pytest args] -> pytest's status on OpenSearch
+  echo "== pytest (OpenSearch)"
+  (
+    eval "$(scripts/opensearch.sh env)"
+    if [ $# -eq 0 ]; then set -- "${OPENSEARCH_SUITE[@]}"; fi
+    # its own cache directory: the Elasticsearch run may write .pytest_cache at the same time
+    python -m pytest -o cache_dir=.pytest_cache/opensearch "${DURATIONS[@]}" "$@"
+  )
+}
+# The OpenSearch run goes beside the Elasticsearch run, not after it: they share nothing (each
+# its own engine, indices and Python process), and one run alone keeps about one of the two
+# cores busy (its Python process; the engine waits for it). Its output is kept and shown when
+# both are over, after the Elasticsearch run's.
+OS_OUT="$(mktemp)"
+OS_RUN=
+if wants opensearch; then
+  await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
+  if [ -z "${HYBRID_ES_TEST_SERIAL:-}" ]; then
+    opensearch_run "$@" >"$OS_OUT" 2>&1 &
+    OS_RUN=$!
+  fi
 fi
 if wants elasticsearch; then
   if ! await_node tls; then
     echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
   fi
   echo "== pytest (Elasticsearch)"
-  python -m pytest "${ES_ARGS[@]}" || status=$?
+  python -m pytest "${DURATIONS[@]}" "${ES_ARGS[@]}" || status=$?
   "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
 if wants cluster; then start_node cluster "${CLUSTER[@]}" start; fi
-if wants opensearch; then
-  await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
-  echo "== pytest (OpenSearch)"
-  (
-    eval "$(scripts/opensearch.sh env)"
-    if [ $# -eq 0 ]; then set -- tests/integration tests/security; fi
-    python -m pytest "$@"
-  ) || status=$?
+if [ -n "$OS_RUN" ]; then
+  wait "$OS_RUN" || status=$?
+  cat "$OS_OUT"
+elif wants opensearch; then
+  opensearch_run "$@" || status=$?
 fi
+rm -f "$OS_OUT"
 if wants elasticsearch8; then
   await_node es8 || { echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2; exit 1; }
   VENV8="$(scripts/setup.sh es8 | tail -1)"
@@ -113,7 +144,7 @@ if wants elasticsearch8; then
     # run. TLS is the client's side: test_tls.py ran against its own HTTPS node there.
     if [ $# -eq 0 ]; then set -- "${CLIENT_MAJOR_SUITE[@]}"; fi
     export HYBRID_ES_SERVER_VERSION=8.19.21  # the disposable nodes of the reliability tests too
-    "$VENV8/bin/python" -m pytest "$@"
+    "$VENV8/bin/python" -m pytest "${DURATIONS[@]}" "$@"
   ) || status=$?
   "${ES8[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi

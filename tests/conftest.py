@@ -453,3 +453,37 @@ def unguarded(engine: Any) -> Any:
     from hybrid_es.cluster.engine import as_engine
 
     return as_engine(engine.raw, url=engine.url)
+
+
+# -- where a run's time goes ----------------------------------------------------------------------
+
+_FILE_SECONDS: dict[str, float] = {}
+
+
+def pytest_addoption(parser):  # type: ignore[no-untyped-def]
+    parser.addoption(
+        "--file-durations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at the end, the N slowest test files by seconds (setup, call and teardown; 0: all)",
+    )
+
+
+def pytest_runtest_logreport(report):  # type: ignore[no-untyped-def]
+    """Add each phase's seconds to its file's total, for ``--file-durations``."""
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, config):  # type: ignore[no-untyped-def]
+    """Seconds per test file, slowest first: what CI's time is spent on (scripts/test.sh asks
+    for it). A module- or session-scoped fixture counts in the file whose test set it up first."""
+    limit = config.getoption("--file-durations")
+    if limit is None or not _FILE_SECONDS:
+        return
+    ranked = sorted(_FILE_SECONDS.items(), key=lambda kv: kv[1], reverse=True)
+    total = sum(_FILE_SECONDS.values())
+    terminalreporter.write_sep("=", f"seconds per test file ({total:.0f} s in tests)")
+    for path, seconds in ranked[: limit or None]:
+        terminalreporter.write_line(f"{seconds:8.1f}  {seconds / total:5.1%}  {path}")

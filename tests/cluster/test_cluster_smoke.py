@@ -14,13 +14,12 @@ import os
 import subprocess
 import time
 import uuid
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from pydantic import SecretStr
 
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
@@ -29,8 +28,9 @@ from hybrid_es.errors import HybridEsError
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.settings import Settings
+from tests.cluster.settings import cluster_settings
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.constants import NOW, QUERY
 
 CLUSTER_URL = os.environ.get("HYBRID_ES_CLUSTER_URL", "")
 NODES = int(os.environ.get("HYBRID_ES_CLUSTER_NODES", "3"))
@@ -44,9 +44,7 @@ pytestmark = [
 ]
 
 ES_SH = Path(__file__).resolve().parents[2] / "scripts" / "es.sh"
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-QUERY = "KYO-H12 April roll-in shower rate"
 AGENT_A = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 AGENT_B = Principal(tenant="demo-B", user_id="agent-9", groups=("travel-agents",))
 
@@ -60,22 +58,6 @@ def es_sh(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         capture_output=True,
         timeout=420,
-    )
-
-
-def cluster_settings(tag: str) -> Settings:
-    return Settings(
-        url=CLUSTER_URL,
-        username=os.environ.get("HYBRID_ES_CLUSTER_USERNAME", "elastic"),
-        password=SecretStr(os.environ.get("HYBRID_ES_CLUSTER_PASSWORD", "hybrid-es-dev")),
-        ca_certs=None,
-        tenancy="shared",
-        chunks_index=f"hybrid-es-chunks-smoke-{tag}",
-        packets_index=f"hybrid-es-packets-smoke-{tag}",
-        corpus_state_index=f"hybrid-es-corpus-state-smoke-{tag}",
-        replicas="1",
-        chunks_shards=2,
-        request_timeout=30,
     )
 
 
@@ -126,7 +108,7 @@ def test_a_three_node_cluster_answers_the_same_after_losing_a_node_and_heals(cap
     timings["start (or check)"] = time.monotonic() - t
 
     tag = uuid.uuid4().hex[:8]
-    settings = cluster_settings(tag)
+    settings = cluster_settings(CLUSTER_URL, tag, suite="smoke", shards=2)
     layout = settings.layout()
     es = connect(settings)
     caps = probe(es, layout=layout)

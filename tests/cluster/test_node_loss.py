@@ -62,7 +62,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from pydantic import SecretStr
 
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
@@ -83,6 +82,7 @@ from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from tests.cluster.settings import cluster_settings
 from tests.conftest import unguarded
 
 CLUSTER_URL = os.environ.get("HYBRID_ES_CLUSTER_URL", "")
@@ -161,22 +161,6 @@ def es_sh(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         capture_output=True,
         timeout=420,
-    )
-
-
-def cluster_settings(tag: str, urls: list[str] | None = None) -> Settings:
-    return Settings(
-        url=",".join(urls or node_urls()),
-        username=os.environ.get("HYBRID_ES_CLUSTER_USERNAME", "elastic"),
-        password=SecretStr(os.environ.get("HYBRID_ES_CLUSTER_PASSWORD", "hybrid-es-dev")),
-        ca_certs=None,
-        tenancy="shared",
-        chunks_index=f"hybrid-es-chunks-nodeloss-{tag}",
-        packets_index=f"hybrid-es-packets-nodeloss-{tag}",
-        corpus_state_index=f"hybrid-es-corpus-state-nodeloss-{tag}",
-        replicas="1",
-        chunks_shards=3,
-        request_timeout=30,
     )
 
 
@@ -619,7 +603,7 @@ def test_node_loss_under_load_loses_no_acknowledged_write_and_leaks_nothing(caps
     started = es_sh("start")  # at once when every node is up and the cluster green
     assert started.returncode == 0, started.stderr[-3000:]
     tag = uuid.uuid4().hex[:8]
-    settings = cluster_settings(tag)
+    settings = cluster_settings(",".join(node_urls()), tag, suite="nodeloss", shards=3)
     layout = settings.layout()
     es = connect(settings)
     caps = probe(es, layout=layout)
@@ -671,7 +655,7 @@ def test_node_loss_under_load_loses_no_acknowledged_write_and_leaks_nothing(caps
 
         load_es = es  # the load's own client: every node, or node 1 only
         if LOAD_URLS == "first":
-            load_es = connect(cluster_settings(tag, node_urls()[:1]))
+            load_es = connect(cluster_settings(node_urls()[0], tag, suite="nodeloss", shards=3))
         load_searcher = HybridSearcher(
             load_es, emb, layout=layout, corpus_state_index=layout.corpus_state
         )

@@ -15,7 +15,7 @@ import asyncio
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import pytest
@@ -28,17 +28,15 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.constants import AGENT, NOW, QUERY
 
 pytestmark = pytest.mark.integration
 
 # Haystack reports pipeline runs to its telemetry service unless told not to; tests send nothing.
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
-QUERY = "KYO-H12 April roll-in shower rate"
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 PARTNER = Principal(tenant="demo-B", user_id="partner-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 DEMO_A = {d.id for d in travel_documents() if d.tenant == "demo-A"}
 IMPERSONATION = (
     "tenant:demo-A tenant=demo-A user:agent-1 group:travel-agents principal=demo-A/agent-1 "

@@ -4,6 +4,8 @@ under concurrency, behind the same door, with the same refusals (both engines)."
 from __future__ import annotations
 
 import asyncio
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -45,11 +47,22 @@ def _shape(resp: SearchResponse) -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.fixture
-def pair(es, settings, embedder, fresh_indices):  # type: ignore[no-untyped-def]
-    _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
-    searcher = _searcher(es, embedder, fresh_indices, fusion="client")
-    return searcher, settings
+@pytest.fixture(scope="module")
+def pair(es, settings, embedder, bootstrapped) -> Iterator[tuple[Any, Any]]:  # type: ignore[no-untyped-def]
+    """The seed fixture in indices of the module's own, ingested once: every test here only
+    searches it."""
+    tag = uuid.uuid4().hex[:10]
+    names = {
+        "chunks": f"{settings.chunks_index}-test-{tag}",
+        "corpus_state": f"{settings.corpus_state_index}-test-{tag}",
+    }
+    for name in names.values():
+        es.create_index(name)
+    try:
+        _ingest(es, embedder, names, travel_documents(*SEED_FIXTURE))
+        yield _searcher(es, embedder, names, fusion="client"), settings
+    finally:
+        es.delete_index(",".join(names.values()))
 
 
 def test_async_answers_equal_the_blocking_ones_under_concurrency(pair):  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 
 import pytest
 
@@ -21,16 +21,15 @@ from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope, SearchResponse
+from hybrid_es.models import RequestScope, SearchResponse
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.text.folding import fold_for_matching
 from tests.conftest import FIXTURES, owner, travel_documents
+from tests.constants import AGENT, NOW
 
 pytestmark = pytest.mark.integration
 
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 ENGLISH = ("D1-current-contract", "D2-accessibility-note", "D4-generic-brochure")
 SIMPLIFIED = ("D1-current-contract-zh", "D2-accessibility-note-zh")
 CONTRACT = "D1-current-contract-zh"

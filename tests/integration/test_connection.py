@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import ssl
 import uuid
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,17 +31,16 @@ from hybrid_es.cluster.engine import (
 )
 from hybrid_es.errors import ConfigurationError, HybridEsError, IndexMissingError
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.hooks import search_hook
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.constants import AGENT, NOW
 
 pytestmark = pytest.mark.integration
 
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 Seen = list[dict[str, Any]]
 """One entry per request: ``path``, ``sent`` (its headers) and ``echoed`` (the response's

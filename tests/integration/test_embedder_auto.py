@@ -9,7 +9,7 @@ The two named models are stand-ins (hashed trigrams under the names ``test/minil
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import pytest
@@ -20,16 +20,15 @@ from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import ModelError
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import owner, travel_documents
+from tests.constants import AGENT, NOW
 
 pytestmark = pytest.mark.integration
 
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 CHINESE = ("D1-current-contract-zh", "D2-accessibility-note-zh")
 ENGLISH = ("D1-current-contract", "D2-accessibility-note", "D4-generic-brochure")
 

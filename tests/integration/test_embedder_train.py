@@ -5,9 +5,7 @@ stage, a seeded, bounded fine-tune, held-out numbers before and after, a folder 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -16,19 +14,16 @@ import pytest
 from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.collection import default_index
 from hybrid_es.evaluation.embedder_train import METADATA_FILE
+from tests.cli_in_process import run_cli
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
-    )
+    """``hybrid-es ARGS`` in this process (tests/cli_in_process.py): the console script's entry
+    point, without the 10 s of imports a fresh process pays at each of this module's runs."""
+    return run_cli(*args)
 
 
 def _train(out: Path, index: str) -> dict:

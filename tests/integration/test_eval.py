@@ -1,16 +1,16 @@
-"""`hybrid-es eval` end to end on a tiny BEIR collection (the travel fixture)."""
+"""`hybrid-es eval` end to end on a tiny BEIR collection (the travel fixture), run in the test's
+process (tests/cli_in_process.py: the console script's entry point without a fresh process's
+10 s of imports)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_cli
 from tests.conftest import unguarded
 
 pytestmark = pytest.mark.integration
@@ -20,25 +20,16 @@ TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 def test_eval_reports_quality_latency_and_a_markdown_report(es, caps, bootstrapped, tmp_path):
     index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
     try:
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "hybrid_es.cli",
-                "eval",
-                str(TINY),
-                "--pipelines",
-                "bm25,dense,hybrid,linear",
-                "--index",
-                index,
-                "--report",
-                str(tmp_path),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env={**os.environ},
+        r = run_cli(
+            "eval",
+            str(TINY),
+            "--pipelines",
+            "bm25,dense,hybrid,linear",
+            "--index",
+            index,
+            "--report",
+            str(tmp_path),
+            "--json",
         )
         assert r.returncode == 0, r.stderr[-3000:]
         out = json.loads(r.stdout)
@@ -69,11 +60,7 @@ COOKBOOK = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-cookbook"
 def test_eval_reads_the_cookbook_layout_as_pass_at_k_over_golden_chunks(es, bootstrapped):
     index = f"hybrid-es-chunks-eval-test-{uuid.uuid4().hex[:8]}"
     try:
-        r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli", "eval", str(COOKBOOK),
-             "--pipelines", "bm25,hybrid", "--index", index, "--json"],
-            capture_output=True, text=True, timeout=600, env={**os.environ},
-        )  # fmt: skip
+        r = run_cli("eval", str(COOKBOOK), "--pipelines", "bm25,hybrid", "--index", index, "--json")
         assert r.returncode == 0, r.stderr[-3000:]
         out = json.loads(r.stdout)
         assert out["split"] == "all questions"

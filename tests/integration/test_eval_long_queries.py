@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_in_process import run_cli
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
@@ -46,13 +46,12 @@ def _collection(tmp_path: Path) -> Path:
 
 
 def _eval(folder: Path, index: str, pipelines: str, report: Path, **env: str) -> dict[str, Any]:
-    """One `hybrid-es eval --json` run, the query limits at their defaults unless ``env`` sets
-    them; its results by pipeline."""
+    """One `hybrid-es eval --json` run (in this process: tests/cli_in_process.py), the query
+    limits at their defaults unless ``env`` sets them; its results by pipeline."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("HYBRID_ES_MAX_QUERY_")}
-    r = subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli", "eval", str(folder), "--pipelines", pipelines,
-         "--index", index, "--report", str(report), "--json"],
-        capture_output=True, text=True, timeout=600, env={**base, **env},
+    r = run_cli(
+        "eval", str(folder), "--pipelines", pipelines, "--index", index, "--report", str(report),
+        "--json", env={**base, **env},
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     return {x["pipeline"]: x for x in json.loads(r.stdout)["results"]}

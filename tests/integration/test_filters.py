@@ -11,10 +11,11 @@ filter; the filtered golden bodies run on Elasticsearch.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator, Mapping
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +33,14 @@ from hybrid_es.retrieval.policy import authorize
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents, unguarded
+from tests.constants import AGENT, NOW, QUERY
 from tests.integration.test_native_fusion import _require_native, assert_same_fusion
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 SCOPE = RequestScope(
     stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14), booking_ids=("JPN-2026-0417",)
 )
-QUERY = "KYO-H12 April roll-in shower rate"
 DECLARED = "team:keyword,year:number,published:date,draft:boolean"
 FIELDS = parse_filterable_fields(DECLARED)
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -85,24 +84,35 @@ def map_filter_fields(es: Any, index: str, fields: Any = FIELDS) -> None:
         es.put_mapping(index, {"properties": missing})
 
 
-@pytest.fixture
-def indices(es, bootstrapped) -> Iterator[tuple[str, str]]:  # type: ignore[no-untyped-def]
+@contextlib.contextmanager
+def _scratch(es: Any) -> Iterator[tuple[str, str]]:
+    """A chunks and a corpus-state index of their own, deleted afterwards."""
     tag = uuid.uuid4().hex[:10]
     index, state = f"hybrid-es-chunks-filters-{tag}", f"hybrid-es-corpus-state-filters-{tag}"
     es.create_index(index)
     es.create_index(state)
-    yield index, state
-    es.delete_index(f"{index},{state}")
+    try:
+        yield index, state
+    finally:
+        es.delete_index(f"{index},{state}")
 
 
 @pytest.fixture
-def travel(es, indices) -> str:  # type: ignore[no-untyped-def]
-    """The travel fixture with metadata, in an index that maps the declared fields."""
-    index, state = indices
-    map_filter_fields(es, index)
-    ing = Ingestor(es, HashEmbedder(), index=index, corpus_state=CorpusState(es, state))
-    ingest_as_owners(ing, with_metadata(travel_documents()), now=NOW)
-    return index
+def indices(es, bootstrapped) -> Iterator[tuple[str, str]]:  # type: ignore[no-untyped-def]
+    """Empty indices for a test that writes."""
+    with _scratch(es) as names:
+        yield names
+
+
+@pytest.fixture(scope="module")
+def travel(es, bootstrapped) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """The travel fixture with metadata, in an index that maps the declared fields: built once
+    for the module, since every test that takes it only reads it (the writers take ``indices``)."""
+    with _scratch(es) as (index, state):
+        map_filter_fields(es, index)
+        ing = Ingestor(es, HashEmbedder(), index=index, corpus_state=CorpusState(es, state))
+        ingest_as_owners(ing, with_metadata(travel_documents()), now=NOW)
+        yield index
 
 
 def searcher(es: Any, index: str, **kw: Any) -> HybridSearcher:

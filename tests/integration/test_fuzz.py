@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -26,12 +26,11 @@ from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.traces.hooks import search_hook
 from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import examples, ingest_as_owners, travel_documents
+from tests.constants import AGENT, NOW
 
 pytestmark = pytest.mark.integration
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 GUEST = Principal(tenant="demo-A", user_id="guest-7")  # no groups: only ACL "*" records
 OTHER = Principal(tenant="demo-B", user_id="agent-9")
 # What each caller may see for this stay, worked out from tests/fixtures/travel.jsonl by hand

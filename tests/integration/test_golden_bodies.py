@@ -9,7 +9,7 @@ cluster would reject, and shows that what they return is what the golden policy 
 from __future__ import annotations
 
 import json
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import authorize
 from tests.conftest import ingest_as_owners, travel_documents, unguarded
+from tests.constants import NOW
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,6 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 # The golden question's principal, scope and moment (tests/unit/test_queries.py).
 PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.mark.engine("elasticsearch", reason="Elasticsearch's retriever bodies")

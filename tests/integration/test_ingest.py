@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -14,9 +12,9 @@ from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_jsonl
 from tests.conftest import FIXTURES, ingest_as_owners, owner, travel_documents, unguarded
+from tests.constants import NOW
 
 pytestmark = pytest.mark.integration
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
 def _count(es, index, **term):  # type: ignore[no-untyped-def]

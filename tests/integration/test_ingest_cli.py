@@ -1,6 +1,9 @@
-"""``hybrid-es ingest`` run as a user runs it: a subprocess against the real cluster. Includes
-an ingest killed with SIGKILL mid-run and restarted: it must end with nothing duplicated and
-nothing missing."""
+"""``hybrid-es ingest`` against the real cluster, with a user's arguments and environment. What
+the command writes, prints and exits with runs in the test's process (tests/cli_in_process.py:
+the console script's entry point, without the 10 s of imports a fresh process pays); what only a
+process shows runs as one: an ingest killed with SIGKILL mid-run and restarted (it must end with
+nothing duplicated and nothing missing), one that dies between its writes and its watermark, and
+colour chosen from the terminal at start-up."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.chunking import chunk_text, counter_for
 from hybrid_es.ingest.indexer import chunk_id
+from tests.cli_in_process import run_cli
 from tests.conftest import unguarded
 from tests.fixtures.messages_stand_in import MessagesStandIn
 
@@ -44,9 +48,7 @@ def _cli(*args: str) -> list[str]:
 
 
 def _run(names: dict[str, str], *args: str, **env: str) -> tuple[int, dict[str, Any], str]:
-    proc = subprocess.run(
-        _cli(*args, "--json"), env=_env(names, **env), capture_output=True, text=True, timeout=300
-    )
+    proc = run_cli("ingest", *args, "--json", env=_env(names, **env))
     out = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
     return proc.returncode, out, proc.stderr
 

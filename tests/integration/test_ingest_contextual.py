@@ -4,8 +4,6 @@ cost, the guardrail, skipping by hash (counted: no embedding, no model call) and
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -27,10 +25,10 @@ from hybrid_es.ingest.contextual import (
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, chunk_id
 from tests.conftest import owner, unguarded
+from tests.constants import NOW
 from tests.fixtures.messages_stand_in import MessagesStandIn
 
 pytestmark = pytest.mark.integration
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 MODEL = "claude-haiku-4-5"
 
 

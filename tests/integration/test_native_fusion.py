@@ -23,7 +23,7 @@ import json
 import random
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,9 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, RequestScope, SearchResponse
 from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import HashEmbedder, ingest_as_owners, require_shared, travel_documents
+from tests.constants import NOW
 
 pytestmark = pytest.mark.integration
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 TOLERANCE = 1e-6
 TRAVEL_CALLERS = [
     (Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",)), q)

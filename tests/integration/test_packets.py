@@ -16,11 +16,11 @@ from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import ingest_as_owners, owner, travel_documents
+from tests.constants import QUERY
 
 pytestmark = pytest.mark.integration
 
 CASE = "JPN-2026-0417"
-QUERY = "KYO-H12 April roll-in shower rate"
 AGENT = Principal(
     tenant="demo-A", user_id="agent-1", groups=("travel-agents",), scope_version="scope-v3"
 )

@@ -4,9 +4,6 @@ stage, a seeded, bounded fine-tune, the held-out blend weight, a folder the rera
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -17,23 +14,21 @@ from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.evaluation.runner import EVAL_PRINCIPAL
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
+from tests.cli_in_process import run_cli
 
 pytestmark = pytest.mark.integration
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-beir"
 
 
 def _train(out: Path, index: str, base: str, *extra: str) -> dict:
-    r = subprocess.run(
-        [
-            sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
-            "--out", str(out), "--split", "test", "--base", base, "--index", index,
-            "--steps", "3", "--negatives", "2", "--negative-pool", "4",
-            "--dev-fraction", "0.25", "--rerank-depth", "5", "--json", *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
+    """One seeded, bounded ``hybrid-es reranker train --json`` in this process
+    (tests/cli_in_process.py: the console script's entry point, without a fresh process's 10 s of
+    imports); the metadata it prints."""
+    r = run_cli(
+        "reranker", "train", str(TINY),
+        "--out", str(out), "--split", "test", "--base", base, "--index", index,
+        "--steps", "3", "--negatives", "2", "--negative-pool", "4",
+        "--dev-fraction", "0.25", "--rerank-depth", "5", "--json", *extra,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
@@ -74,10 +69,9 @@ def test_train_writes_a_loadable_reproducible_model(es, bootstrapped, tmp_path, 
             tmp_path / "b" / "model.safetensors"
         ).read_bytes()
         # A non-empty output folder is not overwritten without --force.
-        r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
-             "--out", str(tmp_path / "a"), "--split", "test", "--index", index],
-            capture_output=True, text=True, timeout=120,
+        r = run_cli(
+            "reranker", "train", str(TINY), "--out", str(tmp_path / "a"), "--split", "test",
+            "--index", index,
         )  # fmt: skip
         assert r.returncode != 0 and "--force" in r.stderr
     finally:
@@ -104,17 +98,14 @@ def test_a_shallower_student_is_distilled_from_a_teacher(
         assert (tmp_path / "s" / "model.safetensors").read_bytes() != (
             tmp_path / "p" / "model.safetensors"
         ).read_bytes()
-        r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
-             "--out", str(tmp_path / "x"), "--teacher", str(tmp_path / "missing")],
-            capture_output=True, text=True, timeout=120,
+        r = run_cli(
+            "reranker", "train", str(TINY), "--out", str(tmp_path / "x"),
+            "--teacher", str(tmp_path / "missing"),
         )  # fmt: skip
         assert r.returncode != 0 and "--teacher" in r.stderr and "not a folder" in r.stderr
-        r = subprocess.run(
-            [sys.executable, "-m", "hybrid_es.cli", "reranker", "train", str(TINY),
-             "--out", str(tmp_path / "y"), "--split", "test", "--base", tiny_cross_encoder,
-             "--layers", "3"],
-            capture_output=True, text=True, timeout=120,
+        r = run_cli(
+            "reranker", "train", str(TINY), "--out", str(tmp_path / "y"), "--split", "test",
+            "--base", tiny_cross_encoder, "--layers", "3",
         )  # fmt: skip
         assert r.returncode != 0 and "has 2 layers" in r.stderr and "between 1 and 2" in r.stderr
         assert not (tmp_path / "y").exists()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 import pytest
@@ -27,13 +27,11 @@ from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import ingest_as_owners, sent_searches, travel_documents
+from tests.constants import AGENT, NOW, QUERY
 
 pytestmark = pytest.mark.integration
 
-QUERY = "KYO-H12 April roll-in shower rate"
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 SEED_FIXTURE = (
     "D0-stale-contract",
     "D1-current-contract",

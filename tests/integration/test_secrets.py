@@ -19,7 +19,6 @@ import sys
 import traceback
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import pytest
@@ -38,19 +37,17 @@ from hybrid_es.errors import (
     EngineUnavailableError,
     HybridEsError,
 )
-from hybrid_es.models import Principal
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.documents import search_error_trace
 from hybrid_es.traces.hooks import search_hook
 from hybrid_es.traces.writer import TraceWriter
+from tests.constants import AGENT, NOW
 
 pytestmark = pytest.mark.integration
 
 SECRET = f"S3cret-{uuid.uuid4().hex[:12]}"
 """A fresh value per run, so nothing can match it by accident."""
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 _ENV_URL = urlsplit(Settings().url)
 SCHEME = _ENV_URL.scheme
 LIVE = _ENV_URL.netloc.rpartition("@")[2]

@@ -38,14 +38,12 @@ from hybrid_es.traces.reader import TraceReader
 from hybrid_es.traces.storage import TraceStorage, trace_storage
 from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import ingest_as_owners, travel_documents
+from tests.constants import AGENT, NOW, QUERY
 
 pytestmark = pytest.mark.integration
 
-QUERY = "KYO-H12 April roll-in shower rate"
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 OTHER = Principal(tenant="demo-B", user_id="agent-9")
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 SEED = (
     "D0-stale-contract",
     "D1-current-contract",

@@ -7,27 +7,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import date
 
 import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.trace_storage import delete_data_stream
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import RequestScope
 from hybrid_es.packets.service import PacketService
 from hybrid_es.settings import Settings
 from hybrid_es.traces.storage import trace_storage
 from hybrid_es.traces.wiring import trace_stats, traced_searcher, tracer_of
 from hybrid_es.traces.writer import TraceWriterStats
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.constants import AGENT, NOW, QUERY
 
 pytestmark = pytest.mark.integration
 
-QUERY = "KYO-H12 April roll-in shower rate"
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 
 import pytest
 
@@ -24,11 +24,10 @@ from hybrid_es.packets.store import PacketStore
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
+from tests.constants import NOW, QUERY
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 LATER = NOW + timedelta(minutes=1)
 CASE = "JPN-2026-0417"
-QUERY = "KYO-H12 April roll-in shower rate"
 SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14), booking_ids=(CASE,))
 MANAGER = Principal(tenant="demo-A", user_id="manager", groups=("travel-agents", "managers"))
 AGENT_A = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))

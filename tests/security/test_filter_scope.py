@@ -60,8 +60,10 @@ def _documents() -> list[Document]:
     return docs
 
 
-@pytest.fixture(params=["index-per-tenant", "shared"])
+@pytest.fixture(scope="module", params=["index-per-tenant", "shared"])
 def world(request, es, bootstrapped) -> Iterator[World]:  # type: ignore[no-untyped-def]
+    """The world in each tenancy mode, built once per mode for the module: every test here only
+    searches it (and refreshes), so 36 tests need 2 ingests, not 36."""
     w = make_world(es, request.param)
     for tenant in ("demo-A", "demo-B"):
         index = w.layout.chunks_for(tenant)

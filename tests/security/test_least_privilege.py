@@ -17,7 +17,7 @@ import secrets
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +43,14 @@ from hybrid_es.traces.reader import TraceReader
 from hybrid_es.traces.storage import TraceStorage, trace_storage
 from hybrid_es.traces.writer import TraceWriter
 from tests.conftest import HashEmbedder, ingest_as_owners, owner, travel_documents, unguarded
+from tests.constants import AGENT, NOW, QUERY
 
 pytestmark = pytest.mark.integration
 
 ROLES = ("hybrid-es-admin", "hybrid-es-ingest", "hybrid-es-app")
 OPENSEARCH_ROLES = Path(__file__).resolve().parents[2] / "es_templates" / "opensearch" / "roles"
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 CASE = "JPN-2026-0417"
-QUERY = "KYO-H12 April roll-in shower rate"
 SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14), booking_ids=(CASE,))
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 
 
 @dataclass

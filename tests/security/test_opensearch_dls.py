@@ -21,7 +21,6 @@ import secrets
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -39,6 +38,7 @@ from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents, unguarded
+from tests.constants import NOW
 
 pytestmark = [
     pytest.mark.integration,
@@ -48,7 +48,6 @@ pytestmark = [
         "node cannot store native roles (its DLS is tested with file-realm users instead)",
     ),
 ]
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 TENANT_A, TENANT_B = "demo-A", "demo-B"
 AGENT_B = Principal(tenant=TENANT_B, user_id="agent-1", groups=("travel-agents",))
 AGENT_A = Principal(tenant=TENANT_A, user_id="agent-1", groups=("travel-agents",))

@@ -1,16 +1,16 @@
 """``hybrid-es search --filter``: a bad filter is a usage error (exit 64) naming ``--filter`` and
 what is wrong, before any model is loaded or the cluster is contacted (the URL here answers
-nothing: reaching it would exit 69)."""
+nothing: reaching it would exit 69). The command runs in the test's process
+(tests/cli_in_process.py), with only the environment given here."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from tests.cli_in_process import run_cli
+
 DECLARED = "team:keyword,year:number,published:date,draft:boolean"
-SEARCH = [sys.executable, "-m", "hybrid_es.cli", "search", "q", "--tenant", "demo-A"]
+SEARCH = ["search", "q", "--tenant", "demo-A"]
 CASES = [
     ("{team: ops}", DECLARED, ["--filter", "not JSON: malformed JSON"]),
     ('{"x": NaN}', DECLARED, ["--filter", "not JSON"]),
@@ -30,11 +30,10 @@ CASES = [
 
 @pytest.mark.parametrize(("text", "declared", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_a_bad_filter_is_a_usage_error(text, declared, expected):
-    proc = subprocess.run(
-        [*SEARCH, "--filter", text],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_cli(
+        *SEARCH,
+        "--filter",
+        text,
         env={
             "PATH": "/usr/bin:/bin",
             "COLUMNS": "300",
@@ -51,11 +50,10 @@ def test_a_bad_filter_is_a_usage_error(text, declared, expected):
 
 
 def test_a_bad_declaration_is_a_configuration_error():
-    proc = subprocess.run(
-        [*SEARCH, "--filter", '{"team": "ops"}'],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_cli(
+        *SEARCH,
+        "--filter",
+        '{"team": "ops"}',
         env={
             "PATH": "/usr/bin:/bin",
             "COLUMNS": "300",

@@ -1,14 +1,15 @@
 """Bad CLI input is a usage error that names the option, says what was wrong and the expected
 form, and exits with the usage code, 64 as in Elasticsearch's CLI (issue 14, item 7; it was
 click's 2) (issue 11, item 14: these printed a type name such as "BadParameter" or
-"ValidationError" and "rerun with --debug"). No cluster is contacted."""
+"ValidationError" and "rerun with --debug"). No cluster is contacted. The command runs in the
+test's process (tests/cli_in_process.py), with only the environment given here; the console
+script as a process is tests/unit/test_cli_exit_codes.py's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+
+from tests.cli_in_process import run_cli
 
 CASES = [
     (
@@ -58,11 +59,8 @@ CASES = [
 
 @pytest.mark.parametrize(("args", "expected"), CASES, ids=[" ".join(c[0][:3]) for c in CASES])
 def test_bad_input_is_a_usage_error_naming_the_option(args, expected):
-    proc = subprocess.run(
-        [sys.executable, "-m", "hybrid_es.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = run_cli(
+        *args,
         env={"PATH": "/usr/bin:/bin", "COLUMNS": "300", "HYBRID_ES_URL": "http://127.0.0.1:9"},
     )
     err = " ".join(proc.stderr.split())

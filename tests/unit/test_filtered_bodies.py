@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -34,14 +34,12 @@ from hybrid_es.retrieval.queries import (
     search_body,
     standard_retriever,
 )
+from tests.constants import NOW, QUERY
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
-# The golden question of tests/unit/test_queries.py.
-QUERY = "KYO-H12 April roll-in shower rate"
 PRINCIPAL = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 SCOPE = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 VECTOR = [round(i / 384, 4) for i in range(384)]
 PARAMS = RetrievalParams()
 

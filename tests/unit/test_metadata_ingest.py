@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from hybrid_es.ingest.front_matter import MAX_LINES, split_front_matter
 from hybrid_es.ingest.loaders import LoadOptions, LoadReport, load_folder, load_jsonl
 from hybrid_es.ingest.plan import build_chunk_records, chunk_id, plan_document
 from hybrid_es.text.analysis import ANALYSIS_VERSION
+from tests.constants import NOW
 
 FRONT = """---
 title: Kyoto supplier contract
@@ -212,7 +212,6 @@ def test_jsonl_refuses_unstorable_metadata_by_line(tmp_path):
 
 # --- the declared fields' values in the records and the skip decision ---------------------------
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 DOC = Document(
     id="K",
     tenant="t",

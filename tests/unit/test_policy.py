@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 from hybrid_es.models import Principal, RequestScope
 from hybrid_es.retrieval.policy import POLICY_VERSION, authorize, policy_filter
+from tests.constants import AGENT, NOW
 
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 STAY = RequestScope(stay_from=date(2026, 4, 10), stay_to=date(2026, 4, 14))
 
 # Sources modelled on tests/fixtures/travel.jsonl (only the fields the rules read).

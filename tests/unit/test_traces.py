@@ -6,7 +6,7 @@ import json
 import math
 import socket
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 from hybrid_es.cluster.client import make_client
 from hybrid_es.errors import AuthenticationError, BadQueryError
 from hybrid_es.hashing import PROCESS_KEY, keyed_digest
-from hybrid_es.models import Hit, Principal, RequestScope, SearchResponse
+from hybrid_es.models import Hit, RequestScope, SearchResponse
 from hybrid_es.retrieval.policy import authorize
 from hybrid_es.settings import Settings
 from hybrid_es.traces.documents import (
@@ -30,12 +30,11 @@ from hybrid_es.traces.documents import (
 )
 from hybrid_es.traces.hooks import packet_hook, search_hook
 from hybrid_es.traces.writer import TraceWriter
+from tests.constants import AGENT, NOW
 
 MAPPING = (
     Path(__file__).resolve().parents[2] / "es_templates/component/hybrid-es-trace-mappings.json"
 )
-NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-AGENT = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
 
 
 def _mapping() -> dict[str, Any]:
