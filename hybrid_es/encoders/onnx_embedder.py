@@ -46,6 +46,9 @@ class OnnxEmbedder:
         query_threads: int | None = DEFAULT_EMBED_THREADS,
     ) -> None:
         self.model_dir = Path(model_dir)
+        self.model_path = model_dir
+        """The weights' folder, as the torch embedder names it (a trainer's base is compared
+        with it: ``evaluation.embedder_job.same_model``)."""
         self.model_id = model_id
         self.variant = variant
         self.dims = dims
