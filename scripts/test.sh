@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Set up everything and run the whole test suite against real engines: venv (cached),
 # Elasticsearch 9, OpenSearch 2.19 and Elasticsearch 8.19 (fetched from Maven Central, cached),
-# lint, type check, then the unit suite alone (in random order, on a cold numba cache), pytest on
-# Elasticsearch 9 (every other test) and, beside it, on OpenSearch (the integration and security
-# suites), then on Elasticsearch 8.19 with elasticsearch-py 8 (what can differ between client
-# majors, plus the client-mismatch test with the 9.x client), and the smoke test of a local
-# 3-node Elasticsearch 9 cluster (tests/cluster: a node killed and restarted under searches).
-# Each suite run ends with its slowest test files and their seconds (tests/conftest.py).
+# lint, type check, then the unit suite alone (on every core, in random order, on a cold numba
+# cache), then two lanes side by side: pytest on Elasticsearch 9 (every other test), then the
+# smoke test of a local 3-node Elasticsearch 9 cluster (tests/cluster: a node killed and restarted
+# under searches); and pytest on OpenSearch (what can differ between the engines), then on
+# Elasticsearch 8.19 with elasticsearch-py 8 (what can differ between client majors, plus the
+# client-mismatch test with the 9.x client). Each suite run ends with its slowest test files and
+# their seconds (tests/conftest.py).
 #
 #   scripts/test.sh [pytest args]       the same args go to every run but the cluster smoke; with
 #                                       args the unit suite is not run apart (the Elasticsearch
 #                                       run takes them, in file order, as the whole suite)
 #   HYBRID_ES_TEST_ENGINES="elasticsearch"   only the first run (default:
 #                                            "elasticsearch opensearch elasticsearch8 cluster")
-#   HYBRID_ES_TEST_SERIAL=1             the OpenSearch run after the Elasticsearch run, not beside
+#   HYBRID_ES_TEST_SERIAL=1             the second lane (OpenSearch, 8.19) after the first, not beside
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -54,17 +55,24 @@ await_node() {  # name -> the start's exit status, its log on stderr when it fai
 TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900)
 ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219 HYBRID_ES_START_TIMEOUT=900)
 CLIENT_MAJOR_SUITE=(tests/integration/test_{connection,capabilities,bootstrap,ingest,retrieval,filters,golden_bodies,native_fusion,records,packets,traces,isolation,verify}.py)
-# OpenSearch runs every module that reaches the engine, those whose subject sits above the engine
-# seam included (training, evaluation, fuzzing, the CLI, the framework adapters): each of them
-# searches through the searcher (OpenSearch's hybrid query and search pipeline, its dialect), so
-# it is not engine-independent. Left out: what never reaches an engine. test_render.py renders
-# generated packets and parses them (pure; the Elasticsearch run has it).
+# OpenSearch runs what can differ between the engines: everything below the engine seam
+# (connecting, the capability probe, bootstrap, bulk ingest, the search bodies and both fusion
+# paths, records, packets, traces, verify), the whole security suite (DLS, least privilege, every
+# CLI path an attacker tries), fuzzing, evaluation (its fusion path is the engine's), and the
+# framework stores with their conformance suites (writes, deletes and filters in the engine's
+# dialect). Left out, as in the 8.19 lane: what sits above the seam and sends nothing that the
+# modules kept do not send already: the two trainers (they mine through the searcher, as
+# test_retrieval searches), the long-query eval, the ingest CLI's printing and process boundary,
+# the SciFact-sized ingest (test_ingest's bulk path, at scale), and test_render.py (pure).
 OPENSEARCH_SUITE=(tests/integration tests/security --ignore=tests/security/test_render.py)
+for module in embedder_train reranker_train eval_long_queries ingest_cli ingest_scifact; do
+  OPENSEARCH_SUITE+=("--ignore=tests/integration/test_$module.py")
+done
 # The seconds per test file at the end of each suite run (tests/conftest.py): where CI's time goes.
 DURATIONS=(--file-durations=25)
 # The 3-node cluster of tests/cluster (instance "cluster", ports 9271-9273, 512 MB heap a node):
-# started once the Elasticsearch run is over, so that its start overlaps the OpenSearch run
-# rather than crowding the first; stopped after its smoke test.
+# started once the Elasticsearch run is over, so that its start overlaps the second lane rather
+# than crowding the first; stopped after its smoke test.
 CLUSTER=(env HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900 scripts/es.sh --nodes 3)
 if wants elasticsearch8; then start_node es8 "${ES8[@]}" scripts/es.sh start; fi
 # The background starts wait longer than a start by hand: beside a busy Elasticsearch run on 2
@@ -79,16 +87,18 @@ echo "== mypy"; mypy hybrid_es
 status=0
 ES_ARGS=("$@")
 if wants elasticsearch && [ $# -eq 0 ]; then
-  # The unit suite on its own, while the nodes start (it needs none): in random order
+  # The unit suite on its own, while the nodes start (it needs none): on every core
+  # (pytest-xdist; one process alone left half of the 2-core machine idle), in random order
   # (pytest-randomly, off unless `-p randomly` asks for it, see pyproject.toml; the seed is in the
-  # header, `-p randomly --randomly-seed=N` replays the order) and on a cold numba cache (ranx
-  # compiles its kernels with cache=True; NUMBA_CACHE_DIR moves the cache to an empty directory),
-  # so a test that leans on another's leftovers or on a warm cache fails here. The integration
-  # runs keep their file order: their modules share engines and fixtures.
-  echo "== pytest (unit: random order, cold numba cache)"
+  # header, `-p randomly --randomly-seed=N` replays the order, the same in every worker) and on a
+  # cold numba cache (ranx compiles its kernels with cache=True; NUMBA_CACHE_DIR moves the cache
+  # to an empty directory), so a test that leans on another's leftovers, on running first or on
+  # a warm cache fails here. The integration runs keep their file order: their modules share
+  # engines and fixtures.
+  echo "== pytest (unit: every core, random order, cold numba cache)"
   UNIT_NUMBA_CACHE="$(mktemp -d)"
-  NUMBA_CACHE_DIR="$UNIT_NUMBA_CACHE" python -m pytest -p randomly "${DURATIONS[@]}" tests/unit \
-    || status=$?
+  NUMBA_CACHE_DIR="$UNIT_NUMBA_CACHE" python -m pytest -p randomly -n auto "${DURATIONS[@]}" \
+    tests/unit || status=$?
   rm -rf "$UNIT_NUMBA_CACHE"
   ES_ARGS=(--ignore=tests/unit)
 fi
@@ -101,37 +111,8 @@ opensearch_run() {  # [pytest args] -> pytest's status on OpenSearch
     python -m pytest -o cache_dir=.pytest_cache/opensearch "${DURATIONS[@]}" "$@"
   )
 }
-# The OpenSearch run goes beside the Elasticsearch run, not after it: they share nothing (each
-# its own engine, indices and Python process), and one run alone keeps about one of the two
-# cores busy (its Python process; the engine waits for it). Its output is kept and shown when
-# both are over, after the Elasticsearch run's.
-OS_OUT="$(mktemp)"
-OS_RUN=
-if wants opensearch; then
-  await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
-  if [ -z "${HYBRID_ES_TEST_SERIAL:-}" ]; then
-    opensearch_run "$@" >"$OS_OUT" 2>&1 &
-    OS_RUN=$!
-  fi
-fi
-if wants elasticsearch; then
-  if ! await_node tls; then
-    echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
-  fi
-  echo "== pytest (Elasticsearch)"
-  python -m pytest "${DURATIONS[@]}" "${ES_ARGS[@]}" || status=$?
-  "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
-fi
-if wants cluster; then start_node cluster "${CLUSTER[@]}" start; fi
-if [ -n "$OS_RUN" ]; then
-  wait "$OS_RUN" || status=$?
-  cat "$OS_OUT"
-elif wants opensearch; then
-  opensearch_run "$@" || status=$?
-fi
-rm -f "$OS_OUT"
-if wants elasticsearch8; then
-  await_node es8 || { echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2; exit 1; }
+es8_run() {  # [pytest args] -> the 8.19 lane's status; stops its node
+  local s=0
   VENV8="$(scripts/setup.sh es8 | tail -1)"
   echo "== pytest (Elasticsearch 8.19: the 9.x client refused clearly; then elasticsearch-py 8)"
   (
@@ -144,16 +125,56 @@ if wants elasticsearch8; then
     # run. TLS is the client's side: test_tls.py ran against its own HTTPS node there.
     if [ $# -eq 0 ]; then set -- "${CLIENT_MAJOR_SUITE[@]}"; fi
     export HYBRID_ES_SERVER_VERSION=8.19.21  # the disposable nodes of the reliability tests too
-    "$VENV8/bin/python" -m pytest "${DURATIONS[@]}" "$@"
-  ) || status=$?
+    "$VENV8/bin/python" -m pytest -o cache_dir=.pytest_cache/es8 "${DURATIONS[@]}" "$@"
+  ) || s=$?
   "${ES8[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
+  return "$s"
+}
+second_lane() {  # [pytest args] -> OpenSearch, then Elasticsearch 8.19; the worse status
+  local s=0
+  if wants opensearch; then opensearch_run "$@" || s=$?; fi
+  if wants elasticsearch8; then es8_run "$@" || s=$?; fi
+  return "$s"
+}
+# Two lanes side by side: the Elasticsearch run, then the 3-node cluster's smoke test; and
+# OpenSearch, then Elasticsearch 8.19. They share nothing (each its own engine, indices and
+# Python process), and one run alone keeps about one of the two cores busy (its Python process;
+# the engine waits for it). The second lane's output is kept and shown when both are over.
+# HYBRID_ES_TEST_SERIAL=1 runs the second lane after the first, in the foreground.
+if wants opensearch; then
+  await_node opensearch || { echo "test.sh: OpenSearch did not start (log above)" >&2; exit 1; }
+fi
+if wants elasticsearch8; then
+  await_node es8 || { echo "test.sh: Elasticsearch 8.19 did not start (log above)" >&2; exit 1; }
+fi
+SECOND_OUT="$(mktemp)"
+SECOND_RUN=
+if [ -z "${HYBRID_ES_TEST_SERIAL:-}" ] && { wants opensearch || wants elasticsearch8; }; then
+  second_lane "$@" >"$SECOND_OUT" 2>&1 &
+  SECOND_RUN=$!
+fi
+if wants elasticsearch; then
+  if ! await_node tls; then
+    echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
+  fi
+  echo "== pytest (Elasticsearch)"
+  python -m pytest "${DURATIONS[@]}" "${ES_ARGS[@]}" || status=$?
+  "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
 fi
 if wants cluster; then
+  start_node cluster "${CLUSTER[@]}" start
   await_node cluster || { echo "test.sh: the 3-node cluster did not start (log above)" >&2; exit 1; }
   echo "== pytest (3-node Elasticsearch cluster: a node killed and restarted)"
   # Its own test only (as the mismatch test above): the pytest args are for the suites.
   HYBRID_ES_CLUSTER_URL="$(sed -n 's/^export HYBRID_ES_URL=//p' <("${CLUSTER[@]}" env))" \
-    python -m pytest tests/cluster || status=$?
+    python -m pytest -o cache_dir=.pytest_cache/cluster tests/cluster || status=$?
   "${CLUSTER[@]}" stop >/dev/null 2>&1 || true
 fi
+if [ -n "$SECOND_RUN" ]; then
+  wait "$SECOND_RUN" || status=$?
+  cat "$SECOND_OUT"
+else
+  second_lane "$@" || status=$?
+fi
+rm -f "$SECOND_OUT"
 exit "$status"
