@@ -17,6 +17,8 @@ PROCESS_KEY = secrets.token_bytes(32)
 """This process's key when the deployment sets none."""
 
 
-def keyed_digest(key: bytes, text: str, *, length: int = 32) -> str:
-    """HMAC-SHA-256 of ``text`` under ``key``, as ``length`` hex characters."""
-    return hmac.new(key, text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()[:length]
+def keyed_digest(key: bytes, text: str | bytes, *, length: int = 32) -> str:
+    """HMAC-SHA-256 of ``text`` (bytes as they are, text as UTF-8) under ``key``, as ``length``
+    hex characters."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
+    return hmac.new(key, data, hashlib.sha256).hexdigest()[:length]

@@ -89,7 +89,8 @@ def parse(argv: list[str] | None) -> ScaleOptions:
         "--force-merge",
         type=int,
         default=0,
-        help="force-merge to this many segments after the refresh (0: no)",
+        help="force-merge to this many segments after the refresh, searching before and after"
+        " (0: no)",
     )
     p.add_argument("--keep", action="store_true", help="keep the indices")
     p.add_argument("--json", type=Path, default=REPO / "docs" / "scale" / "bench_scale.json")

@@ -83,7 +83,11 @@ fi
 if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start; fi
 
 echo "== ruff"; ruff check hybrid_es tests scripts
-echo "== mypy"; mypy hybrid_es
+# mypy's incremental cache outside the clone (as the venv and the downloads), so a fresh clone
+# rechecks only what changed: mypy compares each file's hash with the cache's, whatever the path
+# of the clone (about 6 s instead of 60-100 s on the 2-core machine).
+echo "== mypy"
+MYPY_CACHE_DIR="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}/mypy" mypy hybrid_es
 status=0
 ES_ARGS=("$@")
 if wants elasticsearch && [ $# -eq 0 ]; then

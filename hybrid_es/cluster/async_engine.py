@@ -15,7 +15,12 @@ import json
 from typing import Any
 
 from hybrid_es.cluster import guard as chunks_guard
-from hybrid_es.cluster.client import build_client, es_client_kwargs, opensearch_client_kwargs
+from hybrid_es.cluster.client import (
+    build_client,
+    es_client_kwargs,
+    opensearch_client_kwargs,
+    orjson_serializers,
+)
 from hybrid_es.cluster.engine import Engine, Flavor
 from hybrid_es.errors import ConfigurationError, translate_es_error
 from hybrid_es.settings import Settings
@@ -71,9 +76,8 @@ def async_engine_for(engine: Engine, settings: Settings) -> AsyncEngine:
         if engine.flavor == "elasticsearch":
             from elasticsearch import AsyncElasticsearch
 
-            raw = build_client(
-                AsyncElasticsearch, es_client_kwargs(settings), settings, "AsyncElasticsearch"
-            )
+            kwargs = {"serializers": orjson_serializers(), **es_client_kwargs(settings)}
+            raw = build_client(AsyncElasticsearch, kwargs, settings, "AsyncElasticsearch")
         else:
             from opensearchpy import AsyncOpenSearch
 

@@ -231,11 +231,31 @@ def build_client(factory: Any, kwargs: dict[str, Any], settings: Settings, name:
         ) from None
 
 
+@cache
+def orjson_serializers() -> dict[str, Any]:
+    """elasticsearch-py's JSON and NDJSON serializers on orjson (the client's own
+    ``OrjsonSerializer``, and the NDJSON one over it): a search's ``_msearch`` lines are written
+    and its answers read about ten times faster than by the json module, the same bytes in
+    meaning. The client applies them to its compatibility-mode mimetypes too."""
+    from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer
+
+    class OrjsonNdjsonSerializer(NdjsonSerializer, OrjsonSerializer):
+        """NDJSON lines written and read by orjson."""
+
+    return {
+        OrjsonSerializer.mimetype: OrjsonSerializer(),
+        NdjsonSerializer.mimetype: OrjsonNdjsonSerializer(),
+    }
+
+
 def make_client(
     settings: Settings, *, api_key: str | None = None, **overrides: Any
 ) -> Elasticsearch:
-    """An Elasticsearch client for ``settings`` (see :func:`es_client_kwargs`); ``overrides``
-    (code's own, e.g. a node class) win over everything."""
+    """An Elasticsearch client for ``settings`` (see :func:`es_client_kwargs`), on orjson
+    (:func:`orjson_serializers`); ``overrides`` (code's own, e.g. a node class) win over
+    everything."""
     kwargs = {**es_client_kwargs(settings, api_key=api_key), **overrides}
+    if "serializer" not in kwargs:  # code that names its own serializer keeps it
+        kwargs.setdefault("serializers", orjson_serializers())
     client: Elasticsearch = build_client(Elasticsearch, kwargs, settings, "Elasticsearch")
     return client

@@ -70,14 +70,9 @@ class IndexChecks:
             )
         embedder = embedders.recorded(index, models[0] if models else None)
         for name, meta in metas.items():
-            dims = meta.get("embedding_dims")
-            if dims is not None and int(dims) != embedder.dims:
-                raise ModelError(
-                    f"index {name} holds {dims}-dimensional vectors but the embedder "
-                    f"{embedder.model_id} makes {embedder.dims}",
-                    hint="use the embedder the index was built with, or re-ingest",
-                )
-            check_model_id(name, meta.get("embedding_model"), embedder)
+            check_vectors(
+                name, embedder, model=meta.get("embedding_model"), dims=meta.get("embedding_dims")
+            )
         if models or not embedders.auto:
             self.model_of[index] = models[0] if models else None
             self.model_checked.add(index)

@@ -323,6 +323,16 @@ def test_table_rows_are_sorted_and_formatted() -> None:
     knn_50 = {"p50": 3, "p95": 4}
     only_50 = _row(10, "hnsw", latency_ms={"bm25": other, "knn@50": knn_50, "hybrid": other})
     assert table_rows([only_50], [50])[0]["knn@50 p50/p95"] == "3/4"
+    assert "unmerged: segs, hybrid p50/p95" not in first
+    slow = {"p50": 40.0, "p95": 75.5, "n": 5}
+    merged = _row(
+        10,
+        "hnsw",
+        force_merge_s=12.5,
+        before_force_merge={"segments": 80, "latency_ms": {"hybrid": slow}},
+    )
+    line = table_rows([merged], [50])[0]
+    assert (line["merge s"], line["unmerged: segs, hybrid p50/p95"]) == (12.5, "80, 40.0/75.5")
 
 
 def test_merge_record_keeps_rows_not_redone_and_replaces_this_runs_entry() -> None:

@@ -10,6 +10,7 @@ import base64
 import json
 import logging
 import ssl
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -587,3 +588,31 @@ def test_a_trace_id_goes_from_the_response_and_the_error_into_the_trace():
     tracer.on_error(who, "q", failed)
     ids = [json.dumps(d) for d in docs]
     assert "a" * 32 in ids[0] and "b" * 32 in ids[1]
+
+
+def test_the_client_writes_and_reads_json_and_ndjson_with_orjson_as_the_json_module_would():
+    """The client's serializers are orjson's (cluster.client.orjson_serializers), for the plain
+    and the compatibility mimetypes; an _msearch body and a response mean what the json module
+    writes and reads."""
+    from elasticsearch.serializer import JsonSerializer, NdjsonSerializer
+
+    serializers = make_client(Settings()).transport.serializers
+    lines = [
+        {"index": "hybrid-es-chunks"},
+        {"knn": {"query_vector": [0.1, -2.5e-07, 1.0], "k": 5}, "size": 0, "q": "naïve 東京"},
+        {"index": "other"},
+        {"query": {"range": {"valid_from": {"lte": date(2026, 4, 10)}}}},
+    ]
+    for mimetype in ("application/x-ndjson", "application/vnd.elasticsearch+x-ndjson"):
+        ours = serializers.get_serializer(mimetype)
+        assert "Orjson" in type(ours).__name__, mimetype
+        written = ours.dumps(lines)
+        assert written.endswith(b"\n") and written.count(b"\n") == len(lines)
+        assert NdjsonSerializer().loads(written) == NdjsonSerializer().loads(
+            NdjsonSerializer().dumps(lines)
+        )
+    for mimetype in ("application/json", "application/vnd.elasticsearch+json"):
+        ours = serializers.get_serializer(mimetype)
+        assert "Orjson" in type(ours).__name__, mimetype
+        answer = b'{"responses":[{"hits":{"hits":[{"_id":"a","_score":1.5}]}}],"t":"\\u6771"}'
+        assert ours.loads(answer) == JsonSerializer().loads(answer)

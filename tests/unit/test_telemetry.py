@@ -31,6 +31,34 @@ def test_without_opentelemetry_everything_is_a_no_op(monkeypatch):
         raise BadQueryError("the caller's error passes through unchanged")
 
 
+def test_before_the_application_sets_a_tracer_provider_no_span_is_started(monkeypatch):
+    """OpenTelemetry's global provider is a proxy until the application sets one: no span is
+    started then (each would be non-recording, and still cost a context switch); once a real
+    provider is global, the next span records."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    started: list[str] = []
+    real = telemetry._otel_span
+    monkeypatch.setattr(telemetry, "_otel_span", lambda n, a: started.append(n) or real(n, a))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    with telemetry.span("hybrid_es.search", top_k=3) as sp:
+        sp.set(hits=1)
+    assert started == [] and sp is telemetry._NO_SPAN
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    monkeypatch.setattr(telemetry._state, "tracer", provider.get_tracer(telemetry.SCOPE))
+    with telemetry.span("hybrid_es.search", top_k=3) as sp:
+        sp.set(hits=1)
+    assert started == ["hybrid_es.search"]
+    assert [s.name for s in exporter.get_finished_spans()] == ["hybrid_es.search"]
+
+
 class _Broken:
     """A provider whose every call fails: a telemetry backend that is down or misconfigured."""
 

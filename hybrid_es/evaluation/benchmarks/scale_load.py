@@ -94,9 +94,14 @@ def _bulk(
     return done, time.perf_counter() - t0
 
 
-def _force_merge(bulk: Engine, index: str, segments: int) -> float:
+MERGE_TIMEOUT_S = 7200
+"""A force-merge of a million-chunk index rebuilds its HNSW graph: tens of minutes on 2 cores."""
+
+
+def force_merge(engine: Engine, index: str, segments: int) -> float:
+    """Merge ``index`` down to ``segments`` segments (waiting for it); the seconds it took."""
     t = time.perf_counter()
-    bulk.request(
+    engine.with_options(request_timeout=MERGE_TIMEOUT_S, max_retries=0).request(
         "POST",
         f"/{index}/_forcemerge",
         params={"max_num_segments": str(segments)},
@@ -112,12 +117,13 @@ def load(
     *,
     bulk_threads: int,
     bulk_size: int,
-    force_merge: int,
+    segments: int,
     refresh_interval: Any,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
     """Bulk-load ``synth`` into ``index`` (created with refresh off), then put
-    ``refresh_interval`` back, refresh and optionally force-merge; the timings and the heap."""
+    ``refresh_interval`` back, refresh and force-merge to ``segments`` (0: no merge); the timings
+    and the heap."""
     bulk = engine.with_options(request_timeout=600, max_retries=3)
     sampler = HeapSampler(engine)
     sampler.start()
@@ -126,7 +132,7 @@ def load(
     t = time.perf_counter()
     bulk.request("POST", f"/{index}/_refresh", what="refreshing")
     refresh_s = time.perf_counter() - t
-    merge_s = _force_merge(bulk, index, force_merge) if force_merge else None
+    merge_s = force_merge(engine, index, segments) if segments else None
     heap = sampler.stop()
     return {
         "bulk_s": round(bulk_s, 2),

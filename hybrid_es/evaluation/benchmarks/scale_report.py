@@ -48,6 +48,10 @@ def table_row(r: Mapping[str, Any], ncs: Sequence[int]) -> dict[str, Any]:
         "hybrid p50/p95": f"{lat['hybrid']['p50']}/{lat['hybrid']['p95']}",
         "hybrid msearch p95": r["retrieval_ms"]["hybrid"]["p95"],
     }
+    before = r.get("before_force_merge")
+    if before:  # the same searches on the segments the load left
+        hyb = before["latency_ms"]["hybrid"]
+        row["unmerged: segs, hybrid p50/p95"] = f"{before['segments']}, {hyb['p50']}/{hyb['p95']}"
     for nc in ncs:
         row[f"R@10 nc{nc}"] = r["recall@10"].get(str(nc), "-")
     row["load"] = f"{r['load_average_start'][0]:.1f}-{r['load_average_end'][0]:.1f}"

@@ -36,7 +36,7 @@ from hybrid_es.evaluation.benchmarks.scale_index import (
     templates_matching,
     vector_index_options,
 )
-from hybrid_es.evaluation.benchmarks.scale_load import load
+from hybrid_es.evaluation.benchmarks.scale_load import force_merge, load
 from hybrid_es.evaluation.benchmarks.scale_options import (
     CORPUS_STATE,
     PREFIX,
@@ -155,17 +155,24 @@ def run_one(
         index,
         bulk_threads=options.bulk_threads,
         bulk_size=options.bulk_size,
-        force_merge=options.force_merge,
+        segments=0,
         refresh_interval=interval,
         log=log,
     )
-    stats = index_stats(engine, index)
-    heap = node_heap(engine)
     qtenants = np.arange(len(texts)) % options.tenants
     t = time.perf_counter()
     exact = synth.exact_top(qvecs, qtenants, 10)
     brute_s = time.perf_counter() - t
     by_tenant = _chunks_of_t0(engine, index)
+    before: dict[str, Any] | None = None
+    if options.force_merge:
+        # The same searches on the segments the load left, then merged: what merging buys.
+        before = {"segments": index_stats(engine, index)["segments"]}
+        before |= _search(engine, embedder, index, q, texts, qvecs, qtenants, exact, options, log)
+        log(f"{index}: force-merging to {options.force_merge} segment(s)")
+        timing["force_merge_s"] = round(force_merge(engine, index, options.force_merge), 2)
+    stats = index_stats(engine, index)
+    heap = node_heap(engine)
     search = _search(engine, embedder, index, q, texts, qvecs, qtenants, exact, options, log)
     row = {
         "size": size,
@@ -182,6 +189,7 @@ def run_one(
         "node_heap_after_load": heap,
         "brute_force_s": round(brute_s, 2),
         **search,
+        "before_force_merge": before,
         "templates_matching_index": matching,
         "embedding_index_options": index_options,
         "load_average_start": load_averages(load_start),
@@ -233,15 +241,11 @@ def run(options: ScaleOptions, *, datasets: Path, command: str) -> int:
     datasets folder; ``command``: the command line the record names."""
     t_all = time.perf_counter()
     log = make_log(t_all)
-    from elasticsearch.serializer import OrjsonSerializer
-
     exit_on_signals(log)
     settings = Settings()
-    # orjson writes a float32 vector in its shortest form (~11 characters a number against
-    # json's 19), which halves the bulk bodies.
-    engine = bench_client(
-        settings, install=False, serializer=OrjsonSerializer(), request_timeout=120
-    )
+    # The client writes with orjson (cluster.client.orjson_serializers): a float32 vector in its
+    # shortest form (~11 characters a number against json's 19), which halves the bulk bodies.
+    engine = bench_client(settings, install=False, request_timeout=120)
     mach = machine(engine)
     embedder = make_embedder("minilm", query_threads=settings.embed_threads)
     pool = load_pool(embedder, log, datasets)
