@@ -32,7 +32,7 @@ def sent_digest(hash_key: bytes, pairs: list[tuple[str, dict[str, Any]]]) -> str
     equal digest, and nothing of the bodies readable from it."""
     lines = [line for index, body in pairs for line in ({"index": index}, body)]
     # orjson: about 0.01 ms for a search's two bodies against 0.28 ms for the json module (the
-    # query vector's 384 floats are most of it), on every search (scripts/bench_per_core.py).
+    # query vector's 384 floats are most of it; timeit, 2-core machine under load).
     return keyed_digest(hash_key, orjson.dumps(lines, option=_SORTED, default=str), length=64)
 
 
