@@ -93,6 +93,12 @@ def parse(argv: list[str] | None) -> ScaleOptions:
         " (0: no)",
     )
     p.add_argument("--keep", action="store_true", help="keep the indices")
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="search an index of the right size left by an earlier run (--keep, or a run stopped"
+        " after its load) instead of loading it again (its row has no indexing rate)",
+    )
     p.add_argument("--json", type=Path, default=REPO / "docs" / "scale" / "bench_scale.json")
     p.add_argument("--plot", type=Path, default=REPO / "docs" / "scale" / "scale.png")
     p.add_argument(

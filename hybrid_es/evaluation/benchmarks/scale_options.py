@@ -39,6 +39,9 @@ class ScaleOptions:
     json: Path
     plot: Path
     merge: bool
+    reuse: bool = False
+    """Search an index of the right size that an earlier run left (``--keep``, or a run stopped
+    after its load) instead of loading it again; its row has no indexing rate."""
 
 
 def parse_ints(text: str) -> list[int]:

@@ -36,7 +36,10 @@ def _growth_panels(axes: Any, rows: Sequence[dict[str, Any]]) -> None:
             continue
         x = [r["size"] for r in rs]
         c = COLORS[q]
-        axes[0].plot(x, [r["index_rate_per_s"] for r in rs], "o-", color=c, label=q)
+        loaded = [r for r in rs if r["index_rate_per_s"]]  # a reused index has no rate
+        if loaded:
+            xs = [r["size"] for r in loaded]
+            axes[0].plot(xs, [r["index_rate_per_s"] for r in loaded], "o-", color=c, label=q)
         for leg, style in (("bm25", ":"), ("knn@100", "-"), ("hybrid", "--")):
             y = [r["latency_ms"].get(leg, {}).get("p95") for r in rs]
             if all(v is not None for v in y):

@@ -36,7 +36,7 @@ def table_row(r: Mapping[str, Any], ncs: Sequence[int]) -> dict[str, Any]:
     knn = next((k for k in lat if k == "knn@100"), next(k for k in lat if k.startswith("knn")))
     row = {
         "size x quant": f"{r['size']:,} {r['quantization']}",
-        "index/s": f"{r['index_rate_per_s']:,.0f}",
+        "index/s": "-" if r["index_rate_per_s"] is None else f"{r['index_rate_per_s']:,.0f}",
         "refresh s": r["refresh_s"],
         "merge s": "-" if r.get("force_merge_s") is None else r["force_merge_s"],
         "segs": r["index_stats"]["segments"],

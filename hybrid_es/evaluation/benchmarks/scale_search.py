@@ -28,7 +28,8 @@ from hybrid_es.evaluation.benchmarks.scale_stats import (
     recall_at_10,
 )
 from hybrid_es.models import Principal, RequestScope
-from hybrid_es.retrieval.dialects import Dialect, dialect_for
+from hybrid_es.retrieval.dialects import Dialect
+from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -150,7 +151,8 @@ def measure_oversample(
     """The kNN leg's body as the searcher builds it (``dialect.dense_body``, the policy filter
     in it) with ``rescore_vector.oversample`` set per request (0: no rescoring; the mapping's
     default otherwise applies): recall@10 and the round trip per setting."""
-    dialect = dialect_for(engine.flavor)
+    door = ChunksDoor(engine)  # every body checked for the policy filter, as the searcher's
+    dialect = door.dialect
     params = RetrievalParams(window=window, num_candidates=num_candidates)
     now = datetime.now(UTC)
     times: dict[float, list[float]] = {o: [] for o in oversamples}
@@ -160,7 +162,7 @@ def measure_oversample(
         for o in oversamples:  # the settings take turns on each query
             body = oversample_body(dialect, [float(x) for x in vec], policy, params, o)
             t0 = time.perf_counter()
-            resp = engine.search(index, body)
+            resp = door.search(index, body, policy, what="searching (oversample)")
             if qn >= WARM_UP:  # the first five warm up
                 times[o].append((time.perf_counter() - t0) * 1000)
             got = [chunk_number(h["_source"]["chunk_id"]) for h in resp["hits"]["hits"][:10]]

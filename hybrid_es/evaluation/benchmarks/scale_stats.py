@@ -51,13 +51,17 @@ def hot_bytes(quantization: str, off: Mapping[str, int]) -> int:
 
 def per_chunk(
     size: int, quantization: str, timing: Mapping[str, Any], stats: Mapping[str, Any]
-) -> dict[str, float]:
-    """Indexing rates (chunks/s) and bytes per chunk, from a load's timing and the index stats."""
+) -> dict[str, float | None]:
+    """Indexing rates (chunks/s; None for an index loaded by an earlier run) and bytes per
+    chunk, from a load's timing and the index stats."""
     off = stats["off_heap"]
     docs = max(stats["docs"], 1)
+    loaded = timing.get("bulk_s") is not None  # None: an index loaded by an earlier run
     return {
-        "index_rate_per_s": round(size / timing["bulk_s"], 1),
-        "index_rate_incl_refresh_per_s": round(size / (timing["bulk_s"] + timing["refresh_s"]), 1),
+        "index_rate_per_s": round(size / timing["bulk_s"], 1) if loaded else None,
+        "index_rate_incl_refresh_per_s": (
+            round(size / (timing["bulk_s"] + timing["refresh_s"]), 1) if loaded else None
+        ),
         "store_bytes_per_chunk": round(stats["store_bytes"] / docs, 1),
         "offheap_bytes_per_chunk": round(off.get("total_size_bytes", 0) / docs, 1),
         "hot_offheap_bytes_per_chunk": round(hot_bytes(quantization, off) / docs, 1),
