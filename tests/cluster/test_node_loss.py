@@ -73,6 +73,7 @@ from hybrid_es.errors import (
     HybridEsError,
 )
 from hybrid_es.evaluation.bench import percentile
+from hybrid_es.evaluation.benchmarks.mixed_load import MIXES, TOPICS
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.documents import Document
@@ -126,16 +127,8 @@ TENANTS = (*WRITERS, CONTROL, CANARY)
 KILLED = "loss-K"
 """The tenant of the writer process killed mid-way (its pending marker touches no other)."""
 DOCS_PER_TENANT = 30
-MIX = {"search": 0.7, "packet_validate": 0.2, "ingest": 0.1}
-TOPICS = [
-    "contract rate April",
-    "accessible room roll-in shower",
-    "cancellation terms",
-    "breakfast included",
-    "KYO-H12 tariff",
-    "itinerary Kyoto",
-    "visa checklist",
-]
+MIX = MIXES["mixed"]
+"""The mixed load of scripts/bench_load.py, and its topics."""
 RETRYABLE_STATUS = (429, 502, 503, 504)
 
 
