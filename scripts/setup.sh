@@ -22,14 +22,27 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip >&2
 fi
-# Installing is a no-op when everything is already satisfied; the stamp skips even the resolver
-# when pyproject.toml is unchanged since the last install into this venv from this path.
-STAMP="$VENV/.hybrid-es-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)-$(echo "$ROOT" | sha256sum | cut -c1-8)"
-if [ ! -f "$STAMP" ]; then
-  echo "setup.sh: installing hybrid-es[models,eval,dev] into $VENV (first run downloads torch: minutes)" >&2
-  "$VENV/bin/pip" install -q -e "$ROOT[models,eval,dev]" >&2
-  rm -f "$VENV"/.hybrid-es-*
-  touch "$STAMP"
+# Installing is a no-op when everything is already satisfied; the stamps skip even the resolver.
+# DEPS: the dependencies of this pyproject.toml are installed. AT: and the editable install points
+# at this checkout. A new clone of the same pyproject (CI's fresh clone) only repoints the
+# editable install (--no-deps: seconds), instead of resolving every dependency again.
+PYPROJECT_SHA="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+DEPS="$VENV/.hybrid-es-deps-$PYPROJECT_SHA"
+AT="$VENV/.hybrid-es-at-$PYPROJECT_SHA-$(echo "$ROOT" | sha256sum | cut -c1-8)"
+if [ ! -f "$AT" ]; then
+  if [ -f "$DEPS" ]; then
+    echo "setup.sh: pointing the editable install in $VENV at $ROOT" >&2
+    "$VENV/bin/pip" install -q --no-deps -e "$ROOT" >&2
+  else
+    echo "setup.sh: installing hybrid-es[models,eval,dev] into $VENV (first run downloads torch: minutes)" >&2
+    "$VENV/bin/pip" install -q -e "$ROOT[models,eval,dev]" >&2
+    rm -f "$VENV"/.hybrid-es-deps-*
+    touch "$DEPS"
+  fi
+  for stamp in "$VENV"/.hybrid-es-*; do  # another checkout's, and the one-stamp form of before
+    case "${stamp##*/}" in .hybrid-es-deps-*) ;; *) rm -f "$stamp" ;; esac
+  done
+  touch "$AT"
 fi
 if [ "${1:-}" = es8 ]; then
   # The Elasticsearch 8.x client beside the main venv, for the 8.19 lane: a small venv whose own

@@ -22,9 +22,6 @@ VENV="$(scripts/setup.sh | tail -1)"
 export PATH="$VENV/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-scripts/es.sh start
-eval "$(scripts/es.sh env)"
-
 # The seed's post-rerank gate needs a trained cross-encoder; training one takes 20 minutes
 # (`hybrid-es reranker train`, docs/evaluation.md), so CI uses one only where the cache holds it
 # and otherwise that single test is skipped by name.
@@ -54,6 +51,17 @@ await_node() {  # name -> the start's exit status, its log on stderr when it fai
 # stopped after the Elasticsearch run; the module starts it itself when run alone.
 TLS_NODE=(env HYBRID_ES_TLS=1 HYBRID_ES_HEAP=512m HYBRID_ES_START_TIMEOUT=900)
 ES8=(env HYBRID_ES_SERVER_VERSION=8.19.21 HYBRID_ES_PORT=9219 HYBRID_ES_START_TIMEOUT=900)
+# Elasticsearch 9 starts in the background too, while the linters and the unit suite run (they
+# need no node), and the HTTPS node after it in the same job (it shares its download). The runs
+# wait for the job; an HTTPS node that did not start only warns (test_tls.py tries once more).
+es9_and_tls() {
+  scripts/es.sh start || return $?
+  if wants elasticsearch && ! "${TLS_NODE[@]}" scripts/es.sh start; then
+    echo "test.sh: the HTTPS node did not start (above); test_tls.py tries once more" >&2
+  fi
+  return 0
+}
+start_node es9 es9_and_tls
 CLIENT_MAJOR_SUITE=(tests/integration/test_{connection,capabilities,bootstrap,ingest,retrieval,filters,golden_bodies,native_fusion,records,packets,traces,isolation,verify}.py)
 # OpenSearch runs what can differ between the engines: everything below the engine seam
 # (connecting, the capability probe, bootstrap, bulk ingest, the search bodies and both fusion
@@ -80,7 +88,6 @@ if wants elasticsearch8; then start_node es8 "${ES8[@]}" scripts/es.sh start; fi
 if wants opensearch; then
   start_node opensearch env HYBRID_OS_START_TIMEOUT=900 scripts/opensearch.sh start
 fi
-if wants elasticsearch; then start_node tls "${TLS_NODE[@]}" scripts/es.sh start; fi
 
 echo "== ruff"; ruff check hybrid_es tests scripts
 # mypy's incremental cache outside the clone (as the venv and the downloads), so a fresh clone
@@ -106,6 +113,8 @@ if wants elasticsearch && [ $# -eq 0 ]; then
   rm -rf "$UNIT_NUMBA_CACHE"
   ES_ARGS=(--ignore=tests/unit)
 fi
+await_node es9 || { echo "test.sh: Elasticsearch did not start (log above)" >&2; exit 1; }
+eval "$(scripts/es.sh env)"
 opensearch_run() {  # [pytest args] -> pytest's status on OpenSearch
   echo "== pytest (OpenSearch)"
   (
@@ -158,9 +167,6 @@ if [ -z "${HYBRID_ES_TEST_SERIAL:-}" ] && { wants opensearch || wants elasticsea
   SECOND_RUN=$!
 fi
 if wants elasticsearch; then
-  if ! await_node tls; then
-    echo "test.sh: the HTTPS node did not start (log above); test_tls.py tries once more" >&2
-  fi
   echo "== pytest (Elasticsearch)"
   python -m pytest "${DURATIONS[@]}" "${ES_ARGS[@]}" || status=$?
   "${TLS_NODE[@]}" scripts/es.sh stop >/dev/null 2>&1 || true
