@@ -133,9 +133,13 @@ def knn_query(
     }
 
 
-def _body(query: dict[str, Any], size: int) -> dict[str, Any]:
-    """A leg (or the fused search): ids and scores only, as ``queries.search_body``."""
-    return {"query": query, "size": size, "_source": False}
+def _body(query: dict[str, Any], size: int, *, count: bool = False) -> dict[str, Any]:
+    """A leg (or the fused search): ids and scores only, as ``queries.search_body``; hits are
+    not counted (``track_total_hits`` off) unless ``count``."""
+    body: dict[str, Any] = {"query": query, "size": size, "_source": False}
+    if not count:
+        body["track_total_hits"] = False
+    return body
 
 
 class OpenSearchDialect:
@@ -170,7 +174,10 @@ class OpenSearchDialect:
                 ]
             }
         }
-        body = _body(hybrid, params.window)
+        # The hybrid query keeps the engine's hit count: neural-search computes its total from
+        # the sub-queries' own counts (neural-search#756, #1346), and its collector is the one
+        # place a change to counting has broken before (#497).
+        body = _body(hybrid, params.window, count=True)
         body["search_pipeline"] = pipeline_definition(
             method,
             rank_constant=params.rank_constant,

@@ -258,8 +258,12 @@ def search_body(retriever: dict[str, Any], size: int) -> dict[str, Any]:
 
     A dict, not ``Search().extra(retriever=...).to_dict()``, which gives the same body but
     copies all of it node by node (the 384 floats of the vector and the policy included):
-    measured, the three bodies of a search took 0.5 ms of CPU that way against 0.09 ms."""
-    return {"retriever": retriever, "size": size, "_source": False}
+    measured, the three bodies of a search took 0.5 ms of CPU that way against 0.09 ms.
+
+    ``track_total_hits`` is off: nothing reads ``hits.total``, and counting the first 10,000
+    matches (the engines' default) keeps Lucene from skipping the postings blocks that cannot
+    reach the top ``size`` (block-max WAND), the BM25 leg's main cost on a large index."""
+    return {"retriever": retriever, "size": size, "_source": False, "track_total_hits": False}
 
 
 def records_body(keys: Sequence[str], policy: dict[str, Any]) -> dict[str, Any]:

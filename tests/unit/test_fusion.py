@@ -223,6 +223,27 @@ def test_linear_one_zero_weight_is_allowed():
     assert [(f.doc_id, f.score) for f in fused] == [("a", 1.0 * 1.0), ("b", 1.0 * 0.001)]
 
 
+_SCORES = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=2),
+    st.floats(min_value=-50, max_value=50, allow_nan=False, allow_infinity=False),
+    max_size=12,
+)
+
+
+@given(
+    a=_SCORES,
+    b=_SCORES,
+    w=st.tuples(st.floats(0, 5), st.floats(0, 5)).filter(lambda w: w[0] + w[1] > 0),
+)
+def test_two_lists_fuse_to_the_general_paths_scores_bit_for_bit(a, b, w):
+    # A third, empty list of weight 0 sends the same two lists down the general (fsum) path.
+    two = linear([a, b], list(w))
+    general = linear([a, b, {}], [*w, 0.0])
+    assert [(f.doc_id, f.score, f.ranks) for f in two] == [
+        (f.doc_id, f.score, f.ranks[:2]) for f in general
+    ]
+
+
 def test_hybrid_linear_weights_dense_by_alpha():
     sparse = {"a": 2.0, "b": 1.0}
     dense = {"a": 0.1, "b": 0.3}

@@ -220,9 +220,22 @@ def test_rrf_retriever():
     }
 
 
-def test_a_leg_returns_ids_and_scores_only():
+def test_a_leg_returns_ids_and_scores_only_and_counts_no_hits():
     body = search_body({"standard": {}}, 7)
-    assert body == {"retriever": {"standard": {}}, "size": 7, "_source": False}
+    assert body == {
+        "retriever": {"standard": {}},
+        "size": 7,
+        "_source": False,
+        "track_total_hits": False,
+    }
+
+
+def test_opensearch_legs_count_no_hits_but_its_hybrid_query_keeps_the_count():
+    dialect = OpenSearchDialect()
+    assert dialect.sparse_body(QUERY, POLICY, PARAMS)["track_total_hits"] is False
+    assert dialect.dense_body(VECTOR, POLICY, PARAMS)["track_total_hits"] is False
+    native = dialect.native(QUERY, VECTOR, POLICY, PARAMS, "rrf", FIXED_ALPHA)
+    assert "track_total_hits" not in native
 
 
 def test_the_records_of_the_head_are_read_under_the_policy_without_the_embedding():
