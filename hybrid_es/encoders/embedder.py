@@ -291,10 +291,14 @@ DEFAULT_RUNTIME = "onnx"
 embeds a query in about a quarter of torch's time, but its vectors are another index's (cosine
 0.98-0.99 to float32): it is a choice made per index, before the first ingest."""
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
-MINILM_INT8_ID = f"{MINILM_ID}@onnx-int8"
+MINILM_INT8_ID = f"{MINILM_ID}@onnx-int8-fused"
 MINILM_RUNTIME_OF = {MINILM_ID: "onnx", MINILM_INT8_ID: "onnx-int8"}
 """The model id an index records -> the MiniLM runtime that embeds for it (torch's float32 vectors
 are ONNX Runtime's float32 ones; int8 vectors are their own space, recorded as such)."""
+RETIRED_INT8_IDS = (f"{MINILM_ID}@onnx-int8",)
+"""int8 spaces of earlier builds (``onnx_build.RECIPE`` 1: the unfused graph, ``MatMul`` only),
+which no build of this version reproduces: an index that records one is refused with the way to
+rebuild it."""
 
 
 def make_embedder(

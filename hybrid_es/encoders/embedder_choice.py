@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from hybrid_es.encoders.embedder import (
     DEFAULT_EMBED_THREADS,
     DEFAULT_RUNTIME,
+    MINILM_INT8_ID,
     MINILM_RUNTIME_OF,
     MINILM_SCRIPTS,
+    RETIRED_INT8_IDS,
     Embedder,
     make_embedder,
 )
@@ -112,6 +114,14 @@ class Embedders:
         for name in (ENGLISH, MULTILINGUAL):
             if self.named(name).model_id == model_id:
                 return self.named(name)
+        if model_id in RETIRED_INT8_IDS:
+            raise ModelError(
+                f"index {index} was built with {model_id}, an int8 MiniLM of an earlier build "
+                f"that this version does not make (its vectors are now {MINILM_INT8_ID})",
+                hint=f"ingest the collection again into a new index with "
+                f"HYBRID_ES_EMBED_RUNTIME=onnx-int8 (or without it, for float32), then search "
+                f"that index; delete {index} when done",
+            )
         runtime = MINILM_RUNTIME_OF.get(model_id)
         if runtime is not None:  # MiniLM written on the other runtime: embed as it was written
             key = f"{ENGLISH}@{runtime}"

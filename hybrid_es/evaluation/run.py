@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.encoders.embedder import Embedder
+from hybrid_es.encoders.embedder import MINILM_INT8_ID, Embedder
 from hybrid_es.encoders.embedder_choice import SAMPLE, Embedders
 from hybrid_es.encoders.reranker import CrossEncoderReranker
 from hybrid_es.errors import ConfigurationError
@@ -217,7 +217,9 @@ class Judged:
 
 
 def _variant_suffix(embedder: Embedder) -> str:
-    return "-int8" if embedder.model_id.endswith("@onnx-int8") else ""
+    """The evaluation index of an int8 MiniLM is its own (its vectors are another space); named
+    after the build, so an index of an earlier int8 build is not reused."""
+    return "-" + MINILM_INT8_ID.rsplit("@", 1)[1] if embedder.model_id == MINILM_INT8_ID else ""
 
 
 def read_judged(req: EvalRequest) -> Judged:
@@ -272,7 +274,9 @@ def machine_line(col: Collection, embedder: Embedder, ce: Any) -> str:
 
 
 def write_report(run: EvalRun, folder: Path) -> None:
-    """``report.md``, ``results.json`` and a PNG of quality and p95 latency, into ``folder``."""
+    """``report.md``, ``results.json``, ``runs.json`` (each pipeline's ranking per query, for
+    paired tests between two reports: ``scripts/paired_reports.py``) and a PNG of quality and
+    p95 latency, into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     png = f"{run.dataset}.png"
     plot(run.results, str(folder / png), title=f"{run.dataset} ({run.split})")
@@ -282,6 +286,8 @@ def write_report(run: EvalRun, folder: Path) -> None:
         )
     )
     (folder / "results.json").write_text(json.dumps(run.as_dict(), indent=2))
+    runs = {r.name: r.run for r in run.results}
+    (folder / "runs.json").write_text(json.dumps({"split": run.split, "runs": runs}))
 
 
 def _usd(cost: float | None) -> str:

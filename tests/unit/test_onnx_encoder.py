@@ -77,7 +77,7 @@ def test_float32_variants_share_the_model_id_and_int8_records_its_own(embedders:
     ids = {r: e.model_id for r, e in embedders.items()}  # type: ignore[attr-defined]
     plain = "sentence-transformers/all-MiniLM-L6-v2"
     # float32 on either runtime is one vector space; int8 records its own.
-    assert ids == {"torch": plain, "onnx": plain, "onnx-int8": f"{plain}@onnx-int8"}
+    assert ids == {"torch": plain, "onnx": plain, "onnx-int8": f"{plain}@onnx-int8-fused"}
     assert {r: e.variant for r, e in embedders.items()} == {r: r for r in RUNTIMES}  # type: ignore[attr-defined]
 
 
@@ -132,7 +132,22 @@ def test_auto_embeds_an_index_as_its_runtime_wrote_it(cache: object) -> None:
     for runtime in ("onnx", "onnx-int8"):
         auto = make_embedders("auto", runtime=runtime)
         assert auto.recorded("old", plain).model_id == plain
-        assert auto.recorded("new", f"{plain}@onnx-int8").model_id == f"{plain}@onnx-int8"
-        assert auto.recorded("new", f"{plain}@onnx-int8").variant == "onnx-int8"  # type: ignore[attr-defined]
+        assert auto.recorded("new", f"{plain}@onnx-int8-fused").model_id == f"{plain}@onnx-int8-fused"
+        assert auto.recorded("new", f"{plain}@onnx-int8-fused").variant == "onnx-int8"  # type: ignore[attr-defined]
     with pytest.raises(ModelError, match="does not choose"):
         make_embedders("auto").recorded("other", "some/other-model")
+    # An index of the first int8 build (unfused, MatMul only): no build makes its vectors now.
+    with pytest.raises(ModelError, match="earlier build") as err:
+        make_embedders("auto").recorded("older", f"{plain}@onnx-int8")
+    assert err.value.hint and "HYBRID_ES_EMBED_RUNTIME=onnx-int8" in err.value.hint
+
+
+def test_the_graph_is_fused_one_attention_per_layer(embedders: dict[str, object]) -> None:
+    """The export is one the optimiser recognises: were a torch or transformers upgrade to
+    change the attention's pattern, the files would still work, only slower; this says so."""
+    model_dir = embedders["onnx"].model_dir  # type: ignore[attr-defined]
+    layers = json.loads((model_dir / "config.json").read_text())["num_hidden_layers"]
+    for variant in onnx_build.VARIANTS:
+        counts = onnx_build.fused_operators(onnx_build.built_model(model_dir, variant))
+        assert counts.get("Attention") == layers, (variant, counts)
+        assert counts.get("SkipLayerNormalization") == 2 * layers, (variant, counts)
