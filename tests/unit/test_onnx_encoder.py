@@ -132,8 +132,9 @@ def test_auto_embeds_an_index_as_its_runtime_wrote_it(cache: object) -> None:
     for runtime in ("onnx", "onnx-int8"):
         auto = make_embedders("auto", runtime=runtime)
         assert auto.recorded("old", plain).model_id == plain
-        assert auto.recorded("new", f"{plain}@onnx-int8-fused").model_id == f"{plain}@onnx-int8-fused"
-        assert auto.recorded("new", f"{plain}@onnx-int8-fused").variant == "onnx-int8"  # type: ignore[attr-defined]
+        int8 = f"{plain}@onnx-int8-fused"
+        assert auto.recorded("new", int8).model_id == int8
+        assert auto.recorded("new", int8).variant == "onnx-int8"  # type: ignore[attr-defined]
     with pytest.raises(ModelError, match="does not choose"):
         make_embedders("auto").recorded("other", "some/other-model")
     # An index of the first int8 build (unfused, MatMul only): no build makes its vectors now.
