@@ -73,7 +73,7 @@ from hybrid_es.errors import (
     HybridEsError,
 )
 from hybrid_es.evaluation.bench import percentile
-from hybrid_es.evaluation.benchmarks.mixed_load import MIXES, TOPICS
+from hybrid_es.evaluation.benchmarks.mixed_load import MIXES, TOPICS, tenant_records
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.documents import Document
@@ -613,16 +613,7 @@ def test_node_loss_under_load_loses_no_acknowledged_write_and_leaks_nothing(caps
         ingestor = Ingestor(es, emb, layout=layout, default_acl=(EVERYONE,))
         rnd = random.Random(7)
         base: dict[str, list[Document]] = {
-            t: [
-                Document(
-                    id=f"{t}-doc-{i}",
-                    tenant=t,
-                    title=f"{t} record {i}",
-                    body=f"{rnd.choice(TOPICS)}. {rnd.choice(TOPICS)} for {t}, item {i}.",
-                )
-                for i in range(DOCS_PER_TENANT)
-            ]
-            for t in TENANTS
+            t: tenant_records(t, DOCS_PER_TENANT, rnd) for t in TENANTS
         }
         for t, docs in base.items():
             ingestor.ingest(docs, Principal(tenant=t, user_id="loader"))

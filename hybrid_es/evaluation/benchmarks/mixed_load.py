@@ -64,6 +64,20 @@ class World:
         self.client.delete_index(",".join([*names, self.layout.packets]))
 
 
+def tenant_records(tenant: str, count: int, rnd: random.Random) -> list[Document]:
+    """``count`` synthetic records of ``tenant``, two of :data:`TOPICS` each (drawn from
+    ``rnd``): the corpus of the mixed load and of the cluster's node-loss test."""
+    return [
+        Document(
+            id=f"{tenant}-doc-{i}",
+            tenant=tenant,
+            title=f"{tenant} record {i}",
+            body=f"{rnd.choice(TOPICS)}. {rnd.choice(TOPICS)} for {tenant}, item {i}.",
+        )
+        for i in range(count)
+    ]
+
+
 def build_world(
     client: Engine, embedder: Embedder, settings: Settings, docs_per_tenant: int
 ) -> World:
@@ -82,16 +96,7 @@ def build_world(
     rnd = random.Random(7)
     t0 = time.perf_counter()
     for t in TENANTS:
-        docs = [
-            Document(
-                id=f"{t}-doc-{i}",
-                tenant=t,
-                title=f"{t} record {i}",
-                body=f"{rnd.choice(TOPICS)}. {rnd.choice(TOPICS)} for {t}, item {i}.",
-            )
-            for i in range(docs_per_tenant)
-        ]
-        ing.ingest(docs, Principal(tenant=t, user_id="loader"))
+        ing.ingest(tenant_records(t, docs_per_tenant, rnd), Principal(tenant=t, user_id="loader"))
     setup_s = time.perf_counter() - t0
     searcher = HybridSearcher(
         client,
