@@ -20,7 +20,7 @@ The variants (docs/evaluation.md, "A cheaper query encoder"):
   quantised to int8 per output channel, activations quantised on the fly (the embeddings, layer
   norms and the attention softmax stay float). Cosine to float32 at least
   :data:`INT8_MIN_COSINE` on every text measured; a quarter of torch's time for a question, and
-  about 1.7 times torch's passages a second (docs/evaluation.md, "The fused graph").
+  about 1.6 times torch's passages a second (docs/evaluation.md, "The fused graph").
 """
 
 from __future__ import annotations
