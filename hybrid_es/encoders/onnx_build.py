@@ -114,16 +114,25 @@ def built_model(model_dir: Path, variant: str, *, rebuild: bool = False) -> Path
 
 
 def _build(model_dir: Path, variant: str, target: Path) -> None:
+    """``onnx``: export and fuse. ``onnx-int8``: quantise the current ``onnx`` file (built first
+    if need be), so the two variants are one graph and int8 costs only its quantisation when the
+    float32 file is already there. A float32 file that the quantiser cannot read (a torn copy
+    with a current manifest) is built again, once."""
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        fp32 = Path(tmp) / "fp32.onnx"
-        fused = Path(tmp) / "fused.onnx"
-        _export(model_dir, fp32)
-        _fuse(model_dir, fp32, fused)
         if variant == "onnx":
+            fp32 = Path(tmp) / "fp32.onnx"
+            fused = Path(tmp) / "fused.onnx"
+            _export(model_dir, fp32)
+            _fuse(model_dir, fp32, fused)
             os.replace(fused, target)
             return
         int8 = Path(tmp) / "int8.onnx"
-        _quantise(fused, int8)
+        try:
+            _quantise(built_model(model_dir, "onnx"), int8)
+        except ModelError:
+            raise
+        except Exception:
+            _quantise(built_model(model_dir, "onnx", rebuild=True), int8)
         os.replace(int8, target)
 
 

@@ -89,23 +89,48 @@ def test_token_counts_and_truncation_match_torchs(embedders: dict[str, object]) 
 
 
 def test_a_stale_manifest_and_a_broken_file_are_rebuilt(embedders: dict[str, object]) -> None:
-    emb = embedders["onnx"]
+    # On int8: its rebuild is a quantisation of the float32 file, the same code path as any
+    # variant's for a fraction of an export's time.
+    emb = embedders["onnx-int8"]
     model_dir = emb.model_dir  # type: ignore[attr-defined]
-    onnx_path, manifest = onnx_build.paths(model_dir, "onnx")
+    onnx_path, manifest = onnx_build.paths(model_dir, "onnx-int8")
     before = emb.embed_queries(QUESTIONS[:2])  # type: ignore[attr-defined]  (builds it)
-    assert onnx_build.is_current(model_dir, "onnx")
+    assert onnx_build.is_current(model_dir, "onnx-int8")
 
     # Another recipe (or other weights) wrote the manifest: stale, built again.
     record = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**record, "recipe": "older"}))
-    assert not onnx_build.is_current(model_dir, "onnx")
-    assert onnx_build.built_model(model_dir, "onnx") == onnx_path
-    assert onnx_build.is_current(model_dir, "onnx")
+    assert not onnx_build.is_current(model_dir, "onnx-int8")
+    assert onnx_build.built_model(model_dir, "onnx-int8") == onnx_path
+    assert onnx_build.is_current(model_dir, "onnx-int8")
 
     # A file ONNX Runtime cannot open (a torn copy): a new embedder rebuilds it on load.
     onnx_path.write_bytes(b"not an onnx graph")
-    fresh = make_embedder("minilm", runtime="onnx")
-    assert np.allclose(fresh.embed_queries(QUESTIONS[:2]), before, atol=1e-6)
+    fresh = make_embedder("minilm", runtime="onnx-int8")
+    assert np.allclose(fresh.embed_queries(QUESTIONS[:2]), before, atol=1e-6)  # type: ignore[attr-defined]
+
+
+def test_int8_is_quantised_from_the_float32_file_and_a_torn_one_is_built_again(
+    embedders: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model_dir = embedders["onnx"].model_dir  # type: ignore[attr-defined]
+    fp32 = onnx_build.built_model(model_dir, "onnx")
+    good = fp32.read_bytes()
+    exports: list[object] = []
+    # The export and fusion are stood in for by the file they made (an export takes ~10 s;
+    # tests above run the real one): what is tested is that the torn file is asked for again.
+    monkeypatch.setattr(onnx_build, "_export", lambda _m, target: exports.append(target))
+    monkeypatch.setattr(onnx_build, "_fuse", lambda _m, _s, target: target.write_bytes(good))
+
+    int8 = onnx_build.built_model(model_dir, "onnx-int8", rebuild=True)
+    assert exports == [], "a current float32 file is quantised, not exported again"
+
+    fp32.write_bytes(b"torn under a current manifest")
+    assert onnx_build.is_current(model_dir, "onnx")
+    assert onnx_build.built_model(model_dir, "onnx-int8", rebuild=True) == int8
+    assert len(exports) == 1 and fp32.read_bytes() == good
+    layers = json.loads((model_dir / "config.json").read_text())["num_hidden_layers"]
+    assert onnx_build.fused_operators(int8).get("Attention") == layers
 
 
 def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(cache: object) -> None:
