@@ -45,7 +45,7 @@ def eval_command(
     ] = None,
     rerank_depth: Annotated[int, typer.Option(help="Candidates the cross-encoder scores.")] = 20,
     precision: Annotated[
-        str, typer.Option(help="Cross-encoder precision: fp32 | bf16 | int8.")
+        str, typer.Option(help="Cross-encoder precision: fp32 | bf16 | int8 | onnx | onnx-int8.")
     ] = "int8",
     rerank_max_length: Annotated[
         int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")

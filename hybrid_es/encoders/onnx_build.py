@@ -43,7 +43,11 @@ VARIANTS = ("onnx", "onnx-int8")
 INT8_MIN_COSINE = 0.98
 """The least cosine between an ``onnx-int8`` and a float32 vector of the same text that the
 variant is held to (``tests/integration/test_onnx_encoder.py`` checks it on real questions)."""
-_HINT = "pip install '.[models]' (torch, onnx, onnxruntime), or HYBRID_ES_EMBED_RUNTIME=torch"
+_HINT = (
+    "pip install '.[models]' (torch, onnx, onnxruntime), or run the model on torch: "
+    "HYBRID_ES_EMBED_RUNTIME=torch (the embedder), HYBRID_ES_RERANKER_PRECISION=int8 (a "
+    "cross-encoder)"
+)
 
 
 def cache_dir() -> Path:
@@ -66,7 +70,7 @@ def source_digest(model_dir: Path) -> str:
     for name in ("model.safetensors", "config.json", "tokenizer.json"):
         p = model_dir / name
         if not p.is_file():
-            raise ModelError(f"{p} is missing: the packaged model is incomplete", hint=_HINT)
+            raise ModelError(f"{p} is missing: the model folder is incomplete", hint=_HINT)
         st = p.stat()
         parts.append(_digest(str(p), st.st_size, st.st_mtime_ns))
     return hashlib.sha256("".join(parts).encode()).hexdigest()[:32]
@@ -77,8 +81,20 @@ def manifest_for(model_dir: Path, variant: str) -> dict[str, str]:
 
 
 def paths(model_dir: Path, variant: str) -> tuple[Path, Path]:
-    stem = f"{model_dir.name}-{variant}"
+    """The cached file and manifest of ``variant`` for the model in ``model_dir``: named by the
+    folder and a digest of its absolute path, so two folders of one name (two trained
+    cross-encoders called ``model``) do not rebuild each other's files."""
+    where = hashlib.sha256(str(model_dir.resolve()).encode()).hexdigest()[:8]
+    stem = f"{model_dir.name}-{where}-{variant}"
     return cache_dir() / f"{stem}.onnx", cache_dir() / f"{stem}.json"
+
+
+def scores_pairs(model_dir: Path) -> bool:
+    """Whether the model in ``model_dir`` is a cross-encoder (a sequence classifier, whose graph
+    returns its logits) rather than an encoder (whose graph returns the last hidden state)."""
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    kinds = config.get("architectures") or []
+    return any(str(a).endswith("ForSequenceClassification") for a in kinds)
 
 
 def is_current(model_dir: Path, variant: str) -> bool:
@@ -100,6 +116,7 @@ def built_model(model_dir: Path, variant: str, *, rebuild: bool = False) -> Path
     if variant not in VARIANTS:
         raise ModelError(f"unknown ONNX variant {variant!r}", hint=f"one of {', '.join(VARIANTS)}")
     onnx_path, manifest_path = paths(model_dir, variant)
+    manifest = manifest_for(model_dir, variant)  # an incomplete folder is refused here
     if not rebuild and is_current(model_dir, variant):
         return onnx_path
     onnx_path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,8 +125,10 @@ def built_model(model_dir: Path, variant: str, *, rebuild: bool = False) -> Path
     except ModelError:
         raise
     except Exception as exc:  # an export or quantiser failure: say which and what to do
-        raise ModelError(f"cannot build the {variant} MiniLM: {exc}", hint=_HINT) from exc
-    _write_atomically(manifest_path, json.dumps(manifest_for(model_dir, variant)).encode())
+        raise ModelError(
+            f"cannot build the {variant} graph of {model_dir}: {exc}", hint=_HINT
+        ) from exc
+    _write_atomically(manifest_path, json.dumps(manifest).encode())
     return onnx_path
 
 
@@ -138,20 +157,23 @@ def _build(model_dir: Path, variant: str, target: Path) -> None:
 
 def _export(model_dir: Path, target: Path) -> None:
     """torch's exporter (the TorchScript one: it needs no onnxscript), dynamic batch and length;
-    the graph returns the last hidden state, pooled outside it."""
+    the graph returns the last hidden state (pooled outside it), or a cross-encoder's logits."""
     try:
         import torch
-        from transformers import AutoModel
+        from transformers import AutoModel, AutoModelForSequenceClassification
     except ImportError as exc:
-        raise ModelError(f"exporting MiniLM to ONNX needs torch: {exc}", hint=_HINT) from exc
+        raise ModelError(f"exporting a model to ONNX needs torch: {exc}", hint=_HINT) from exc
     from hybrid_es.encoders.base import quiet_transformers
 
     quiet_transformers()
     # "eager": the attention written out as matmuls and a softmax, the pattern the optimiser
     # fuses (the default, torch's scaled_dot_product_attention, exports as one it does not).
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    logits = scores_pairs(model_dir)
+    loader = AutoModelForSequenceClassification if logits else AutoModel
+    model = loader.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    output = "logits" if logits else "last_hidden_state"
 
-    class _Hidden(torch.nn.Module):
+    class _Output(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner
@@ -160,7 +182,7 @@ def _export(model_dir: Path, target: Path) -> None:
             out = self.inner(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             )
-            return out.last_hidden_state
+            return getattr(out, output)
 
     ids = torch.ones((2, 8), dtype=torch.int64)
     names = ["input_ids", "attention_mask", "token_type_ids"]
@@ -168,13 +190,14 @@ def _export(model_dir: Path, target: Path) -> None:
 
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
+        axes: dict[str, dict[int, str]] = {n: {0: "batch", 1: "tokens"} for n in names}
         torch.onnx.export(
-            _Hidden(model),
+            _Output(model),
             (ids, ids, torch.zeros_like(ids)),
             str(target),
             input_names=names,
-            output_names=["last_hidden_state"],
-            dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
+            output_names=[output],
+            dynamic_axes={**axes, output: {0: "batch"} if logits else {0: "batch", 1: "tokens"}},
             opset_version=17,
             dynamo=False,
         )
@@ -205,7 +228,7 @@ def _fuse(model_dir: Path, source: Path, target: Path) -> None:
     done = subprocess.run(args, capture_output=True, text=True, check=False)
     if done.returncode != 0 or not target.is_file():
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise ModelError(f"fusing MiniLM's graph failed: {' / '.join(tail)}", hint=_HINT)
+        raise ModelError(f"fusing {model_dir.name}'s graph failed: {' / '.join(tail)}", hint=_HINT)
 
 
 def fused_operators(path: Path) -> dict[str, int]:
@@ -226,7 +249,7 @@ def _quantise(source: Path, target: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise ModelError(
-            f"quantising MiniLM needs onnx and onnxruntime: {exc}", hint=_HINT
+            f"quantising an ONNX graph needs onnx and onnxruntime: {exc}", hint=_HINT
         ) from exc
     quantize_dynamic(
         str(source),

@@ -73,11 +73,11 @@ class OnnxEmbedder:
 
         path = built_model(self.model_dir, self.variant)
         try:
-            query = _session(ort, path, self.query_threads or 0)
+            query = ort_session(ort, path, self.query_threads or 0)
         except Exception:  # a file ONNX Runtime cannot open is stale: build it again, once
             path = built_model(self.model_dir, self.variant, rebuild=True)
-            query = _session(ort, path, self.query_threads or 0)
-        passages = _session(ort, path, os.cpu_count() or 1)
+            query = ort_session(ort, path, self.query_threads or 0)
+        passages = ort_session(ort, path, os.cpu_count() or 1)
         # No truncation in the tokenizer itself (count_tokens needs the whole count): _encode
         # keeps the first max_seq_length - 1 ids and the closing [SEP], as truncation would.
         tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
@@ -138,7 +138,9 @@ class OnnxEmbedder:
         return len(text) > head or self.count_tokens(text) > window
 
 
-def _session(ort: Any, path: Path, threads: int) -> Any:
+def ort_session(ort: Any, path: Path, threads: int) -> Any:
+    """An ONNX Runtime CPU session of ``path`` on ``threads`` intra-op threads (0: ORT's own
+    choice), fully optimised, that does not spin between calls."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1

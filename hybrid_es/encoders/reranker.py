@@ -27,8 +27,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from hybrid_es.encoders.embedder import LazyModel, quiet_transformers, torch_threads
 from hybrid_es.text.analysis import dominant_script
 
-Precision = Literal["fp32", "bf16", "int8"]
-PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
+Precision = Literal["fp32", "bf16", "int8", "onnx", "onnx-int8"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8", "onnx", "onnx-int8")
 METADATA_FILE = "hybrid_es_reranker.json"
 
 
@@ -114,6 +114,12 @@ class CrossEncoderReranker:
 
     def _open(self) -> Any:
         quiet_transformers()
+        if self.precision.startswith("onnx"):
+            from hybrid_es.encoders.onnx_reranker import OnnxCrossEncoder
+
+            return OnnxCrossEncoder(
+                self.model_name, self.precision, max_length=self.max_length, threads=self.threads
+            )
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -162,6 +168,8 @@ class CrossEncoderReranker:
             return []
         model = self._load()
         pairs = [(query, p) for p in passages]
+        if self.precision.startswith("onnx"):
+            return model.predict(pairs, batch_size=self.batch_size)  # type: ignore[no-any-return]
         with torch_threads(self.threads), self._precision():
             scores = model.predict(
                 pairs, batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True

