@@ -97,6 +97,12 @@ class Synth:
     ) -> NDArray[np.int64]:
         """Brute force: the ``k`` best chunk numbers per query among its tenant's chunks
         (cosine = dot product: every vector is unit length)."""
+        return self.exact_best(qvecs, qtenant, k)[0]
+
+    def exact_best(
+        self, qvecs: NDArray[np.float32], qtenant: NDArray[np.int64], k: int
+    ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """:meth:`exact_top`'s chunk numbers, best first, and their cosines to the query."""
         nq = len(qvecs)
         best_s = np.full((nq, k), -np.inf, dtype=np.float32)
         best_i = np.full((nq, k), -1, dtype=np.int64)
@@ -112,4 +118,4 @@ class Synth:
             best_s = np.take_along_axis(all_s, top, axis=1)
             best_i = np.take_along_axis(all_i, top, axis=1)
         order = np.argsort(-best_s, axis=1)
-        return np.take_along_axis(best_i, order, axis=1)
+        return np.take_along_axis(best_i, order, axis=1), np.take_along_axis(best_s, order, axis=1)
