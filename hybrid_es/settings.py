@@ -120,7 +120,11 @@ class Settings(BaseSettings):
     """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
     by tenant, embedding model and cleaned query text."""
     reranker_model: str | None = None
-    reranker_precision: str = Field(default="int8", pattern="^(fp32|bf16|int8|onnx|onnx-int8)$")
+    reranker_precision: str = Field(
+        default="onnx-int8", pattern="^(fp32|bf16|int8|onnx|onnx-int8)$"
+    )
+    """The cross-encoder's runtime and precision (``encoders.reranker.DEFAULT_PRECISION``:
+    ``onnx-int8``, the fused graph on ONNX Runtime; ``int8``, ``fp32``, ``bf16``: torch)."""
     reranker_max_length: int | None = Field(default=None, ge=16, le=512)
     """Tokens per (query, passage) pair; default: what the model was trained at (or 256)."""
     reranker_threads: int = Field(default=0, ge=0, le=256)

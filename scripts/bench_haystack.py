@@ -33,7 +33,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from hybrid_es.encoders.reranker import PRECISIONS
+from hybrid_es.encoders.reranker import DEFAULT_PRECISION, PRECISIONS
 from hybrid_es.evaluation.benchmarks.peer_run import PeerOptions, run
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
@@ -51,7 +51,9 @@ def _parse_args(argv: list[str] | None) -> PeerOptions:
     p.add_argument("--split", default="test")
     p.add_argument("--max-queries", type=int, default=None, help="the first N judged queries")
     p.add_argument("--reranker", default=None, help="a local CrossEncoder folder (both sides)")
-    p.add_argument("--precision", choices=PRECISIONS, default="int8", help="ours' cross-encoder")
+    p.add_argument(
+        "--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help="ours' cross-encoder"
+    )
     p.add_argument("--rerank-depth", type=int, default=20, help="fused top N reranked (both)")
     p.add_argument("--rerank-max-length", type=int, default=256, help="tokens per pair (both)")
     p.add_argument("--top-k-each", type=int, default=50, help="peer's top_k per leg (ours: 50)")

@@ -46,7 +46,7 @@ def eval_command(
     rerank_depth: Annotated[int, typer.Option(help="Candidates the cross-encoder scores.")] = 20,
     precision: Annotated[
         str, typer.Option(help="Cross-encoder precision: fp32 | bf16 | int8 | onnx | onnx-int8.")
-    ] = "int8",
+    ] = "onnx-int8",  # encoders.reranker.DEFAULT_PRECISION (not imported: CLI start-up)
     rerank_max_length: Annotated[
         int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")
     ] = None,

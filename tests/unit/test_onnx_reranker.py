@@ -86,3 +86,22 @@ def test_a_folder_without_weights_is_refused_with_what_to_do(tmp_path: Path, cac
     with pytest.raises(ModelError, match="cannot load cross-encoder") as err:
         reranker.score(QUERY, PASSAGES[:1])
     assert "model.safetensors is missing" in str(err.value)
+
+
+def test_files_of_a_folder_that_is_gone_are_swept(
+    tiny_cross_encoder: str, cache: object, tmp_path: Path
+) -> None:
+    import shutil
+
+    gone = tmp_path / "retrained-and-moved"
+    shutil.copytree(tiny_cross_encoder, gone)
+    built, manifest = onnx_build.paths(gone, "onnx")
+    onnx_build.built_model(gone, "onnx")
+    assert built.is_file() and manifest.is_file()
+    stray = onnx_build.cache_dir() / "model-onnx.json"  # an earlier version's: names no folder
+    stray.write_text(json.dumps({"recipe": "hybrid-es-onnx-1", "variant": "onnx"}))
+    shutil.rmtree(gone)
+
+    kept = onnx_build.built_model(Path(tiny_cross_encoder), "onnx", rebuild=True)
+    assert not built.exists() and not manifest.exists() and not stray.exists()
+    assert kept.is_file()
