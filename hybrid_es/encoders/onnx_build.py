@@ -32,6 +32,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -280,14 +281,33 @@ def _quantise(source: Path, target: Path) -> None:
         raise ModelError(
             f"quantising an ONNX graph needs onnx and onnxruntime: {exc}", hint=_HINT
         ) from exc
-    quantize_dynamic(
-        str(source),
-        str(target),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        op_types_to_quantize=["MatMul", "Attention"],
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-    )
+    # The quantiser logs a suggestion to pre-process the graph (shape inference for static
+    # quantisation) on the root logger at each call; this dynamic quantisation does not need it.
+    root = logging.getLogger()
+    quiet = _Drop("pre-processing before quantization")
+    root.addFilter(quiet)
+    try:
+        quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul", "Attention"],
+            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+        )
+    finally:
+        root.removeFilter(quiet)
+
+
+class _Drop(logging.Filter):
+    """Drops the records whose message contains ``text``."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
