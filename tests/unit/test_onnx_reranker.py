@@ -29,17 +29,9 @@ PASSAGES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> object:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HYBRID_ES_CACHE", str(tmp_path_factory.mktemp("model-cache")))
-    yield
-    mp.undo()
-
-
 @pytest.mark.parametrize("length", [24, 128])
 def test_onnx_scores_are_torchs_and_int8_keeps_their_order(
-    tiny_cross_encoder: str, cache: object, length: int
+    tiny_cross_encoder: str, model_cache: object, length: int
 ) -> None:
     scores = {
         p: CrossEncoderReranker(tiny_cross_encoder, precision=p, max_length=length).score(
@@ -55,7 +47,7 @@ def test_onnx_scores_are_torchs_and_int8_keeps_their_order(
 
 
 def test_the_built_graphs_are_fused_and_named_by_the_folder(
-    tiny_cross_encoder: str, cache: object
+    tiny_cross_encoder: str, model_cache: object
 ) -> None:
     folder = Path(tiny_cross_encoder)
     assert onnx_build.scores_pairs(folder)
@@ -79,7 +71,9 @@ def test_only_what_torch_would_apply_is_applied() -> None:
         activation({"sentence_transformers": {"activation_fn": "torch.nn.modules.activation.Tanh"}})
 
 
-def test_a_folder_without_weights_is_refused_with_what_to_do(tmp_path: Path, cache: object) -> None:
+def test_a_folder_without_weights_is_refused_with_what_to_do(
+    tmp_path: Path, model_cache: object
+) -> None:
     config = {"architectures": ["BertForSequenceClassification"]}
     (tmp_path / "config.json").write_text(json.dumps(config))
     reranker = CrossEncoderReranker(str(tmp_path), precision="onnx-int8")
@@ -89,7 +83,7 @@ def test_a_folder_without_weights_is_refused_with_what_to_do(tmp_path: Path, cac
 
 
 def test_files_of_a_folder_that_is_gone_are_swept(
-    tiny_cross_encoder: str, cache: object, tmp_path: Path
+    tiny_cross_encoder: str, model_cache: object, tmp_path: Path
 ) -> None:
     import shutil
 
