@@ -120,18 +120,19 @@ class Settings(BaseSettings):
     """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
     by tenant, embedding model and cleaned query text."""
     reranker_model: str | None = None
-    reranker_precision: str = Field(
-        default="onnx-int8", pattern="^(fp32|bf16|int8|onnx|onnx-int8)$"
+    reranker_precision: str | None = Field(
+        default=None, pattern="^(fp32|bf16|int8|onnx|onnx-int8)$"
     )
-    """The cross-encoder's runtime and precision (``encoders.reranker.DEFAULT_PRECISION``:
-    ``onnx-int8``, the fused graph on ONNX Runtime; ``int8``, ``fp32``, ``bf16``: torch)."""
+    """The cross-encoder's runtime and precision: ``onnx-int8`` (the fused graph on ONNX
+    Runtime), ``onnx``, or on torch ``int8``, ``fp32``, ``bf16``. Unset: ``onnx-int8`` for a
+    local model folder, torch ``int8`` for a hub name (``encoders.reranker.default_precision``)."""
     reranker_max_length: int | None = Field(default=None, ge=16, le=512)
     """Tokens per (query, passage) pair; default: what the model was trained at (or 256)."""
     reranker_threads: int = Field(default=0, ge=0, le=256)
-    """Torch threads of one rerank, in the searching thread (0: torch's own count, one per
-    core). Set apart from ``embed_threads``: torch's thread count is per calling thread. Set 1
-    on a host shared with other busy processes (20 pairs, int8, 112 tokens, at load 8: p95 652
-    ms at one thread, 1,807 at two)."""
+    """Threads of one rerank, in the searching thread: torch's, or ONNX Runtime's intra-op (0:
+    one per core). Set apart from ``embed_threads``: torch's thread count is per calling
+    thread. Set 1 on a host shared with other busy processes (20 pairs, int8, 112 tokens, at
+    load 8: p95 652 ms at one thread, 1,807 at two)."""
     rerank_depth: int = Field(default=50, ge=1, le=1000)
     max_query_chars: int = Field(default=10_000, ge=1, le=1_000_000)
     """Longest query accepted, in characters once control characters and runs of whitespace are

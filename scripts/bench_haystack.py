@@ -33,7 +33,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from hybrid_es.encoders.reranker import DEFAULT_PRECISION, PRECISIONS
+from hybrid_es.encoders.reranker import PRECISIONS
 from hybrid_es.evaluation.benchmarks.peer_run import PeerOptions, run
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
@@ -52,7 +52,10 @@ def _parse_args(argv: list[str] | None) -> PeerOptions:
     p.add_argument("--max-queries", type=int, default=None, help="the first N judged queries")
     p.add_argument("--reranker", default=None, help="a local CrossEncoder folder (both sides)")
     p.add_argument(
-        "--precision", choices=PRECISIONS, default=DEFAULT_PRECISION, help="ours' cross-encoder"
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help="ours' cross-encoder (default: encoders.reranker.default_precision)",
     )
     p.add_argument("--rerank-depth", type=int, default=20, help="fused top N reranked (both)")
     p.add_argument("--rerank-max-length", type=int, default=256, help="tokens per pair (both)")

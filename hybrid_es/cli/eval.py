@@ -45,8 +45,12 @@ def eval_command(
     ] = None,
     rerank_depth: Annotated[int, typer.Option(help="Candidates the cross-encoder scores.")] = 20,
     precision: Annotated[
-        str, typer.Option(help="Cross-encoder precision: fp32 | bf16 | int8 | onnx | onnx-int8.")
-    ] = "onnx-int8",  # encoders.reranker.DEFAULT_PRECISION (not imported: CLI start-up)
+        str | None,
+        typer.Option(
+            help="Cross-encoder precision: onnx-int8 | onnx | int8 | fp32 | bf16 (default: "
+            "onnx-int8 for a local folder, int8 on torch for a hub name)."
+        ),
+    ] = None,
     rerank_max_length: Annotated[
         int | None, typer.Option(help="Cross-encoder tokens per pair (default: the model's).")
     ] = None,
@@ -80,7 +84,7 @@ def eval_command(
     from hybrid_es.errors import ConfigurationError
     from hybrid_es.evaluation.run import EvalRequest, evaluate_dataset, write_report
 
-    if precision not in PRECISIONS:
+    if precision is not None and precision not in PRECISIONS:
         raise typer.BadParameter(f"--precision must be one of {', '.join(PRECISIONS)}")
     s = settings()
     try:

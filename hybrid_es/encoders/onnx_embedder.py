@@ -71,12 +71,7 @@ class OnnxEmbedder:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        path = built_model(self.model_dir, self.variant)
-        try:
-            query = ort_session(ort, path, self.query_threads or 0)
-        except Exception:  # a file ONNX Runtime cannot open is stale: build it again, once
-            path = built_model(self.model_dir, self.variant, rebuild=True)
-            query = ort_session(ort, path, self.query_threads or 0)
+        query, path = built_session(ort, self.model_dir, self.variant, self.query_threads or 0)
         passages = ort_session(ort, path, os.cpu_count() or 1)
         # No truncation in the tokenizer itself (count_tokens needs the whole count): _encode
         # keeps the first max_seq_length - 1 ids and the closing [SEP], as truncation would.
@@ -136,6 +131,18 @@ class OnnxEmbedder:
             return False
         head = HEAD_CHARS_PER_TOKEN * self.max_seq_length
         return len(text) > head or self.count_tokens(text) > window
+
+
+def built_session(ort: Any, model_dir: Path, variant: str, threads: int) -> tuple[Any, Path]:
+    """A session (:func:`ort_session`) of ``variant``'s file, built first when missing or stale
+    (``onnx_build.built_model``), and the file's path. A file ONNX Runtime cannot open is stale
+    too: it is built again, once."""
+    path = built_model(model_dir, variant)
+    try:
+        return ort_session(ort, path, threads), path
+    except Exception:
+        path = built_model(model_dir, variant, rebuild=True)
+        return ort_session(ort, path, threads), path
 
 
 def ort_session(ort: Any, path: Path, threads: int) -> Any:

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from hybrid_es.encoders.onnx_build import built_model
 from hybrid_es.errors import ModelError
 
 _ACTIVATIONS = {
@@ -58,18 +57,13 @@ class OnnxCrossEncoder:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
-        from hybrid_es.encoders.onnx_embedder import ort_session
+        from hybrid_es.encoders.onnx_embedder import built_session
 
         folder = Path(model_dir)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         self.activation = activation(config)
         self.max_length = max_length
-        path = built_model(folder, variant)
-        count = threads or os.cpu_count() or 1
-        try:
-            self.session = ort_session(ort, path, count)
-        except Exception:  # a file ONNX Runtime cannot open is stale: build it again, once
-            self.session = ort_session(ort, built_model(folder, variant, rebuild=True), count)
+        self.session = built_session(ort, folder, variant, threads or os.cpu_count() or 1)[0]
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
 
     def predict(self, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32) -> list[float]:

@@ -36,6 +36,14 @@ DEFAULT_PRECISION: Precision = "onnx-int8"
 """The fused int8 graph on ONNX Runtime: on the 2-core machine it reranked SciFact's top 20 in
 125 / 146 ms p50 / p95 against torch int8's 165 / 192, and no shared collection's reranked
 nDCG@10 lost by the switch (docs/evaluation.md, "The cross-encoder on the fused graph")."""
+
+
+def default_precision(model: str) -> Precision:
+    """:data:`DEFAULT_PRECISION` for a local model folder, whose graph is built from its weights;
+    torch ``int8`` for a hub name, whose weights sentence-transformers fetches itself."""
+    return DEFAULT_PRECISION if Path(model).is_dir() else "int8"
+
+
 METADATA_FILE = "hybrid_es_reranker.json"
 
 
@@ -93,17 +101,18 @@ class CrossEncoderReranker:
         *,
         max_length: int | None = None,
         batch_size: int = 32,
-        precision: Precision = DEFAULT_PRECISION,
+        precision: Precision | None = None,
         weight: float | None = None,
         threads: int | None = None,
     ) -> None:
-        if precision not in PRECISIONS:
+        if precision is not None and precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         meta = read_metadata(model)
         self.model_name = model
         self.max_length = int(max_length or meta.get("max_length") or 256)
         self.batch_size = batch_size
-        self.precision: Precision = precision
+        self.precision: Precision = precision or default_precision(model)
+        """None: :func:`default_precision` (ONNX int8 for a folder, torch int8 for a hub name)."""
         self.threads = threads
         self.weight = float(weight if weight is not None else meta.get("blend_weight", 1.0))
         if not 0.0 <= self.weight <= 1.0:

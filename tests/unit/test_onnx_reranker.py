@@ -99,3 +99,12 @@ def test_files_of_a_folder_that_is_gone_are_swept(
     kept = onnx_build.built_model(Path(tiny_cross_encoder), "onnx", rebuild=True)
     assert not built.exists() and not manifest.exists() and not stray.exists()
     assert kept.is_file()
+
+
+def test_the_default_precision_is_onnx_int8_for_a_folder_and_torch_for_a_hub_name(
+    tiny_cross_encoder: str,
+) -> None:
+    # A hub name has no local weights to build a graph from; sentence-transformers fetches it.
+    assert CrossEncoderReranker(tiny_cross_encoder).precision == "onnx-int8"
+    assert CrossEncoderReranker("cross-encoder/ms-marco-MiniLM-L6-v2").precision == "int8"
+    assert CrossEncoderReranker(tiny_cross_encoder, precision="fp32").precision == "fp32"

@@ -23,7 +23,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from hybrid_es.encoders.reranker import DEFAULT_PRECISION, CrossEncoderReranker, Precision
+from hybrid_es.encoders.reranker import CrossEncoderReranker, Precision
 from hybrid_es.evaluation.benchmarks.interleave import Answer, Pair, interleave
 from hybrid_es.evaluation.benchmarks.peer import PeerProcess
 from hybrid_es.evaluation.benchmarks.peer_ours import open_ours
@@ -42,7 +42,7 @@ class PeerOptions:
     split: str = "test"
     max_queries: int | None = None
     reranker: str | None = None
-    precision: Precision = DEFAULT_PRECISION
+    precision: Precision | None = None
     rerank_depth: int = 20
     rerank_max_length: int = 256
     top_k_each: int = 50
