@@ -319,9 +319,10 @@ as_es() {
 # the integ-test zip cannot create (its mapping needs analysis-common), so document-level security
 # and least privilege are testable here for real. Users (password $PASSWORD): reader-<tenant> with
 # that tenant's reader role, rx-reader-<tenant> with the same role over the test suite's reader
-# layout, and hybrid-es-admin, hybrid-es-ingest and hybrid-es-app, each with the role of its name. Also run on a node that is already up: the node reloads both files, so
-# roles.yml is replaced whole and only missing users are added.
-DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app"
+# layout, and hybrid-es-admin, hybrid-es-ingest, hybrid-es-app and hybrid-es-trace-reader, each
+# with the role of its name. Also run on a node that is already up: the node reloads both files,
+# so roles.yml is replaced whole and only missing users are added.
+DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app hybrid-es-trace-reader"
 provision_file_realm() {
   local cfg="$CONF" roles
   roles="$(cd "$(dirname "$0")/.." && pwd)/es_templates/roles"

@@ -67,8 +67,8 @@ def bootstrap(
         bool,
         typer.Option(
             "--roles",
-            help="Install the least-privilege roles hybrid-es-admin, -ingest and -app "
-            "(needs a security administrator's credential).",
+            help="Install the least-privilege roles hybrid-es-admin, -ingest, -app and "
+            "-trace-reader (needs a security administrator's credential).",
         ),
     ] = False,
     kibana: Annotated[

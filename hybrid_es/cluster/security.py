@@ -48,9 +48,11 @@ def install_tenant_reader(
 def install_deployment_roles(
     engine: Engine, layout: IndexLayout, directory: Path | None = None
 ) -> list[tuple[str, str]]:
-    """Install (or overwrite) the least-privilege roles ``hybrid-es-admin``, ``-ingest`` and
-    ``-app`` on ``layout``'s index names; the (kind, name) of what was written. Users, API keys
-    and mappings to them are the deployment's (README "Deploy with least privilege")."""
+    """Install (or overwrite) the least-privilege roles ``hybrid-es-admin``, ``-ingest``,
+    ``-app`` and ``-trace-reader`` (:data:`~hybrid_es.cluster.templates.DEPLOYMENT_ROLES`) on
+    ``layout``'s index names; the (kind, name) of what was written. Users, API keys and mappings
+    to them are the deployment's (README "Deploy with least privilege"; the compose stack makes
+    a user of the trace reader's)."""
     out = []
     for name in DEPLOYMENT_ROLES:
         body = render_deployment_role(name, layout, directory=directory, flavor=engine.flavor)

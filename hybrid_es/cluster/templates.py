@@ -356,9 +356,15 @@ def render_role(
     return role_name(tenant), body
 
 
-DEPLOYMENT_ROLES = ("hybrid-es-admin", "hybrid-es-ingest", "hybrid-es-app")
+DEPLOYMENT_ROLES = (
+    "hybrid-es-admin",
+    "hybrid-es-ingest",
+    "hybrid-es-app",
+    "hybrid-es-trace-reader",
+)
 """The least-privilege roles of a deployment, one per process kind (README "Deploy with least
-privilege"); ``bootstrap --roles`` installs them."""
+privilege"), and one for the people who read the traces in Kibana (read-only, the traces alone:
+docs/deploying.md); ``bootstrap --roles`` installs them."""
 _DEFAULT_PREFIXES = (
     ("hybrid-es-corpus-state", "corpus_state"),
     ("hybrid-es-chunks", "chunks"),

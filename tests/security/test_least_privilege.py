@@ -29,6 +29,7 @@ from hybrid_es.cluster.capabilities import Capabilities, probe
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.cluster.security import install_deployment_roles
+from hybrid_es.cluster.templates import DEPLOYMENT_ROLES
 from hybrid_es.errors import AuthenticationError, EngineError
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.metadata_fields import parse_filterable_fields
@@ -68,8 +69,8 @@ def _opensearch_users(es: Engine, settings: Settings) -> dict[str, Settings]:
     api = "/_plugins/_security/api"
     out = {}
     # What `hybrid-es bootstrap --roles` installs (the default index names' patterns cover
-    # this module's own indices).
-    assert install_deployment_roles(es, IndexLayout()) == [("role", r) for r in ROLES]
+    # this module's own indices): these three and hybrid-es-trace-reader.
+    assert install_deployment_roles(es, IndexLayout()) == [("role", r) for r in DEPLOYMENT_ROLES]
     for role in ROLES:
         password = f"Lp-{secrets.token_hex(8)}-Aa1!"
         es.request(
@@ -107,7 +108,7 @@ def users(es, settings) -> Iterator[Users]:  # type: ignore[no-untyped-def]
     finally:
         if es.flavor == "opensearch":
             api = "/_plugins/_security/api"
-            for role in ROLES:
+            for role in DEPLOYMENT_ROLES:
                 for what in ("internalusers", "roles"):
                     try:
                         es.request("DELETE", f"{api}/{what}/{role}", what="cleanup")
@@ -315,17 +316,17 @@ def test_prune_fails_when_its_credential_cannot_list_the_trace_indices(users, wo
 
 
 def test_bootstrap_roles_installs_the_deployment_roles_or_says_why_not(es, settings):
-    """`hybrid-es bootstrap --roles`: on OpenSearch the three roles land through the security
-    plugin (and the users above work with them); on the Elasticsearch integ-test node, which
-    stores no native roles, each is reported skipped with the reason (the file realm holds
-    them there: scripts/es.sh)."""
+    """`hybrid-es bootstrap --roles`: on OpenSearch the deployment roles (the three above and
+    hybrid-es-trace-reader) land through the security plugin (and the users above work with
+    them); on the Elasticsearch integ-test node, which stores no native roles, each is reported
+    skipped with the reason (the file realm holds them there: scripts/es.sh)."""
     caps = probe(es, layout=settings.layout())
     report = bootstrap(es, caps, settings, roles=True)
     roles = {a.name: a for a in report.actions if a.kind == "role"}
-    assert set(roles) == set(ROLES)
+    assert set(roles) == set(DEPLOYMENT_ROLES) == {*ROLES, "hybrid-es-trace-reader"}
     if es.flavor == "opensearch":
         assert {a.status for a in roles.values()} == {"update"}
-        for role in ROLES:
+        for role in DEPLOYMENT_ROLES:
             got = es.request("GET", f"/_plugins/_security/api/roles/{role}", what="reading")
             assert role in got
     elif not caps.native_security_store:
