@@ -43,7 +43,10 @@ ALLOWED_CLIENT_OPTIONS: dict[str, tuple[type | tuple[type, ...], str]] = {
 }
 """The options ``HYBRID_ES_CLIENT_OPTIONS`` may hold: name -> (JSON type, what it does)."""
 NODE_SELECTORS = ("round_robin", "random")
-HEADER_NAMESPACE = re.compile(r"x-hybrid-es-[a-z0-9][a-z0-9-]{0,63}", re.IGNORECASE)
+# ASCII: case-folded, [a-z] would also match the Kelvin sign and the long s (U+212A, U+017F).
+HEADER_NAMESPACE = re.compile(r"x-hybrid-es-[a-z0-9][a-z0-9-]{0,63}", re.IGNORECASE | re.ASCII)
+HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", re.ASCII)
+"""A header name as HTTP allows it (RFC 9110's ``token``)."""
 
 _TLS = "HYBRID_ES_CA_CERTS, HYBRID_ES_SSL_ASSERT_FINGERPRINT or HYBRID_ES_VERIFY_CERTS"
 INSTEAD: dict[str, str] = {
@@ -84,9 +87,10 @@ def parse_client_options(value: Any) -> dict[str, Any]:
 
     Raises ConfigurationError naming the variable and the option for bad JSON, a value that is
     not an object, an option outside :data:`ALLOWED_CLIENT_OPTIONS` (with the setting to use
-    where it has one: :data:`INSTEAD`), a value of the wrong type, or a header outside the
-    ``X-Hybrid-Es-*`` namespace. A refusal never repeats the option's value (it may be a
-    secret put in the wrong place).
+    where it has one: :data:`INSTEAD`), a value of the wrong type, a header outside the
+    ``X-Hybrid-Es-*`` namespace, or a header name or value that HTTP cannot carry (a name that
+    is not a token; a value with a control character or a character outside Latin-1). A
+    refusal never repeats the option's value (it may be a secret put in the wrong place).
     """
     if value is None:
         return {}
@@ -138,11 +142,20 @@ def _check_option(key: str, option: Any) -> None:
 
 
 def _check_header(name: str, value: Any) -> None:
+    """One extra header: a name in the namespace and a value that HTTP can carry. The client
+    encodes a header as Latin-1 only when it sends it, so anything else would fail there, as an
+    encoding error out of the connection rather than a setting named here."""
     lowered = name.lower()
     if lowered in HEADERS_INSTEAD:
         raise ConfigurationError(
             f"{_VARIABLE} may not set the {name} header",
             hint=f"set {HEADERS_INSTEAD[lowered]} instead",
+        )
+    if not HTTP_TOKEN.fullmatch(name):
+        raise ConfigurationError(
+            f"{_VARIABLE}: {name} is not a header name HTTP allows (ASCII letters, digits "
+            "and !#$%&'*+-.^_`|~ only; no spaces, colons or line breaks)",
+            hint='e.g. {"headers": {"X-Hybrid-Es-Team": "search"}}',
         )
     if not HEADER_NAMESPACE.fullmatch(name):
         raise ConfigurationError(
@@ -155,6 +168,13 @@ def _check_header(name: str, value: Any) -> None:
         raise ConfigurationError(
             f"{_VARIABLE}: the {name} header must be a string without control characters",
             hint='e.g. {"headers": {"X-Hybrid-Es-Team": "search"}}',
+        )
+    if any(ord(c) > 255 for c in value):
+        raise ConfigurationError(
+            f"{_VARIABLE}: the {name} header holds a character outside Latin-1, which an HTTP "
+            "header cannot carry",
+            hint="spell its value in Latin-1 (ASCII is safest); percent-encode or base64 "
+            "anything else",
         )
 
 

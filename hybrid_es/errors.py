@@ -273,8 +273,8 @@ def missing_credentials(url: str, *, username: str | None = None) -> Configurati
         f"the cluster at {url} demands credentials, and none are configured ({half}no API key, "
         "bearer token, or user and password)",
         hint="set HYBRID_ES_API_KEY, or HYBRID_ES_BEARER_AUTH, or HYBRID_ES_USERNAME and "
-        "HYBRID_ES_PASSWORD (for Elastic Cloud with HYBRID_ES_CLOUD_ID; a start-local install is "
-        "read from elastic-start-local/.env, see HYBRID_ES_START_LOCAL_ENV)",
+        "HYBRID_ES_PASSWORD (for Elastic Cloud with HYBRID_ES_CLOUD_ID; for a start-local "
+        "install, HYBRID_ES_START_LOCAL_ENV=auto reads its elastic-start-local/.env)",
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from os import PathLike
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -40,7 +41,8 @@ class Settings(BaseSettings):
 
     # -- the connection (README "Connect to your cluster") -------------------------------------
     url: str = DEFAULT_URL
-    """Where the cluster is; unset, Elastic's start-local ``.env`` is read when there is one.
+    """Where the cluster is; unset, from Elastic's start-local ``.env`` where
+    ``start_local_env`` asks for one.
     Several nodes of one cluster, comma-separated (``http://a:9200,http://b:9200``; in code also
     a list): the client spreads requests over them and, when one cannot be reached, retries on
     the next (``max_retries``), so losing one node does not take the client down."""
@@ -72,10 +74,13 @@ class Settings(BaseSettings):
     :data:`hybrid_es.client_options.ALLOWED_CLIENT_OPTIONS`, which change how requests are
     sent, never by whom or to whom (credentials, TLS and where to connect have their own
     settings)."""
-    start_local_env: Path | None = None
-    """Elastic start-local's ``.env`` file: read when ``url`` (and ``cloud_id``) are unset.
-    Default: ``./.env`` (when it holds ``ES_LOCAL_URL``), then ``./elastic-start-local/.env``;
-    set empty, no file is read. After loading: the file that was read, if any."""
+    start_local_env: str | None = None
+    """Elastic start-local's ``.env`` file, read only when asked for: a path, or ``auto`` for
+    ``./.env`` (when it holds ``ES_LOCAL_URL``), then ``./elastic-start-local/.env``. Unset or
+    empty (the default), no file is read: a ``.env`` in whatever folder hybrid-es runs from
+    never decides where it connects. The file is not read when ``url`` or ``cloud_id`` is set;
+    its URL comes only with its own credentials, so a credential set beside it is refused
+    (:func:`start_local_settings`)."""
 
     chunks_index: str = DEFAULT_CHUNKS_INDEX
     packets_index: str = DEFAULT_PACKETS_INDEX
@@ -185,9 +190,12 @@ class Settings(BaseSettings):
     the documents' values of every mapped one, and the searcher refuses a filter on any other
     field. A bad name or type is a ConfigurationError naming the entry."""
     trace_hash_key: SecretStr | None = None
-    """Key of the HMAC that traces keep instead of query text. Set one per deployment so that
-    equal queries group across processes; unset, each process draws a random key. Without a
-    key, a guessed query could be confirmed by hashing it."""
+    """The deployment's hashing secret. It keys the HMAC that traces keep instead of query text
+    (unset, each process draws a random key, so equal queries group within a process only), and
+    the owner digest in every packet ``_id`` (``identity.owner_digest``; unset, that digest is an
+    unkeyed SHA-256, and whoever sees a packet ``_id`` can confirm a guessed user id). Set one per
+    deployment, the same in every process; changing it gives new packet ids, so the packets
+    stored under the old ones are not found and are built again."""
     trace_storage: Literal["auto", "data-stream", "dated-indices"] = "auto"
     """Where traces are written: ``auto`` probes the cluster once per process (a data stream
     where it has data streams, else an index per day); pin it where the writer's credentials may
@@ -205,9 +213,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Explicit values (arguments, HYBRID_ES_*) first; start-local's .env only under them.
+        # start-local's .env over the explicit values (arguments, HYBRID_ES_*): it is read only
+        # where they name no URL, and refused beside any credential of theirs, so it sets only
+        # what they leave unset or empty (HYBRID_ES_URL=), and its URL and credentials come as
+        # one, never the file's URL with an empty variable's default in place of its password.
         start_local = _StartLocalSource(settings_cls, (init_settings, env_settings))
-        return init_settings, env_settings, dotenv_settings, start_local, file_secret_settings
+        return start_local, init_settings, env_settings, dotenv_settings, file_secret_settings
 
     @field_validator(
         "cloud_id", "username", "password", "api_key", "bearer_auth", "ssl_assert_fingerprint",
@@ -217,6 +228,12 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: Any) -> Any:
         # HYBRID_ES_PASSWORD= (set, but empty) means no password, not an empty one.
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("start_local_env", mode="before")
+    @classmethod
+    def _start_local_as_text(cls, value: Any) -> Any:
+        # Settings(start_local_env=Path(...)) in code names the file as the variable would.
+        return str(value) if isinstance(value, PathLike) else value
 
     @field_validator("replicas", mode="before")
     @classmethod
@@ -337,8 +354,10 @@ def configuration_error(exc: ValidationError) -> ConfigurationError:
 
 START_LOCAL_FILES = (Path(".env"), Path("elastic-start-local") / ".env")
 """Where Elastic's start-local (``curl -fsSL https://elastic.co/start-local | sh``) leaves its
-settings, relative to the current directory, in the order they are looked at."""
-_CREDENTIALS = ("api_key", "bearer_auth", "username", "password")
+settings, relative to the current directory, in the order ``HYBRID_ES_START_LOCAL_ENV=auto``
+looks at them."""
+START_LOCAL_AUTO = "auto"
+_CREDENTIALS = ("api_key", "bearer_auth", "username", "password", "client_cert", "client_key")
 
 
 def read_start_local(path: Path) -> dict[str, str]:
@@ -361,40 +380,52 @@ def read_start_local(path: Path) -> dict[str, str]:
 
 def start_local_settings(given: dict[str, Any], cwd: Path) -> dict[str, Any]:
     """What start-local's ``.env`` adds to the explicitly ``given`` settings (arguments and
-    HYBRID_ES_* variables, by field name): nothing when ``url`` or ``cloud_id`` is given; only
-    the URL when any credential is given (explicit settings always win, and a file's API key
-    must not override a user's password). Raises ConfigurationError when HYBRID_ES_START_LOCAL_ENV
-    names a file that does not exist."""
-    if given.get("url") or given.get("cloud_id"):
-        return {}
+    HYBRID_ES_* variables, by field name): its URL and credentials, only where ``given`` asks
+    for the file (``start_local_env``: a path, or ``auto`` for :data:`START_LOCAL_FILES` under
+    ``cwd``) and names neither ``url`` nor ``cloud_id``; otherwise nothing.
+
+    The file's URL is never combined with credentials of the user's: a folder's ``.env`` (a
+    checked-out repository's) would then receive the user's password or API key. Raises
+    ConfigurationError when a credential is given beside a file that names a URL, or when
+    ``start_local_env`` names a file that does not exist."""
     named = given.get("start_local_env")
-    if named is not None and not str(named).strip():
-        return {}  # HYBRID_ES_START_LOCAL_ENV= (empty): do not look
-    if named is not None:
+    if named is None or not str(named).strip() or given.get("url") or given.get("cloud_id"):
+        return {}
+    candidates: tuple[Path, ...] = START_LOCAL_FILES
+    if str(named).strip().lower() != START_LOCAL_AUTO:
         path = Path(named)
         if not (path if path.is_absolute() else cwd / path).is_file():
             raise ConfigurationError(
                 f"HYBRID_ES_START_LOCAL_ENV names {path}, which is not a file",
-                hint="point it at start-local's .env (elastic-start-local/.env), or unset it",
+                hint="point it at start-local's .env (elastic-start-local/.env), set it to "
+                f"{START_LOCAL_AUTO!r} to look in the usual places, or unset it",
             )
-        candidates: tuple[Path, ...] = (path,)
-    else:
-        candidates = START_LOCAL_FILES
+        candidates = (path,)
     for path in candidates:
         full = path if path.is_absolute() else cwd / path
-        if not full.is_file():
-            continue
-        found: dict[str, Any] = read_start_local(full)
+        found: dict[str, Any] = read_start_local(full) if full.is_file() else {}
         if not found:
             continue
-        if any(given.get(name) for name in _CREDENTIALS):
-            found = {"url": found["url"]}
-        return {**found, "start_local_env": full}
+        mine = [f"HYBRID_ES_{name.upper()}" for name in _CREDENTIALS if given.get(name)]
+        if mine:
+            # Refused rather than either half dropped: without the file's URL the user's
+            # credentials would go to the default address, and without the user's credentials
+            # the file's would be used in their place; either silently not what was asked.
+            raise ConfigurationError(
+                f"{' and '.join(mine)} {'is' if len(mine) == 1 else 'are'} set beside "
+                f"start-local's {full} (HYBRID_ES_START_LOCAL_ENV): the file's URL is used "
+                "only with the file's own credentials, never with yours",
+                hint="set HYBRID_ES_URL to the cluster your credentials are for (the file is "
+                "then not read), or unset your credentials to use the file's, or unset "
+                "HYBRID_ES_START_LOCAL_ENV",
+            )
+        return found
     return {}
 
 
 class _StartLocalSource(PydanticBaseSettingsSource):
-    """start-local's ``.env`` as a settings source, under the explicit ones it is given."""
+    """start-local's ``.env`` as a settings source: what the explicit sources it is given ask
+    for and leave unset (:func:`start_local_settings`)."""
 
     def __init__(
         self, settings_cls: type[BaseSettings], explicit: tuple[PydanticBaseSettingsSource, ...]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from hybrid_es.cli.common import err_console, safe
+from hybrid_es.cli.common import err_console, given_on_command_line, safe
 from hybrid_es.cli.exits import ExitCode, exit_code_for, help_text
 from hybrid_es.errors import HybridEsError
 
@@ -149,6 +149,15 @@ def _root(
             help="text, or json: one object per line (time, level, logger, message).",
         ),
     ] = "text",
+    start_local_env: Annotated[
+        str | None,
+        typer.Option(
+            "--start-local-env",
+            metavar="PATH|auto",
+            help="Connect as Elastic start-local's .env says: this file, or auto for .env or "
+            "elastic-start-local/.env here (HYBRID_ES_START_LOCAL_ENV; never read unasked).",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -157,6 +166,7 @@ def _root(
     ] = False,
 ) -> None:
     _state["debug"] = debug
+    given_on_command_line(start_local_env=start_local_env)
     _configure_logging(log_level, log_format)
     _plain_help_when_narrow(ctx)
 

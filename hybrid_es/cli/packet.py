@@ -47,13 +47,13 @@ def _service(*, warm: bool = True) -> Any:
     from datetime import timedelta
 
     from hybrid_es.packets.service import PacketService
-    from hybrid_es.packets.store import PacketStore
+    from hybrid_es.packets.store import PacketStore, owner_secret
 
     s = settings()
     searcher = make_searcher(s, warm=warm)
     return PacketService(
         searcher,
-        PacketStore(searcher.client, s.packets_index),
+        PacketStore(searcher.client, s.packets_index, owner_secret=owner_secret(s)),
         ttl=timedelta(minutes=s.packet_ttl_minutes),
         on_event=tracer(s).packet_event,
     )

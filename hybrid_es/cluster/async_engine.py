@@ -16,6 +16,7 @@ from typing import Any
 
 from hybrid_es.cluster import guard as chunks_guard
 from hybrid_es.cluster.client import (
+    SpanSafeAsyncElasticsearch,
     build_client,
     es_client_kwargs,
     opensearch_client_kwargs,
@@ -37,16 +38,24 @@ class AsyncEngine:
         self.flavor: Flavor = flavor
         self.url = url
         self.guarded: tuple[str, ...] = ()
+        self.guarded_traces: tuple[str, ...] = ()
 
     def guard(self, *chunks_bases: str) -> None:
         """As :meth:`Engine.guard`: body reads of these chunks indices only through the door."""
         self.guarded = tuple(dict.fromkeys((*self.guarded, *(b for b in chunks_bases if b))))
+
+    def guard_traces(self, *traces_bases: str) -> None:
+        """As :meth:`Engine.guard_traces`: body reads of these traces indices only through the
+        traces door."""
+        bases = (*self.guarded_traces, *(b for b in traces_bases if b))
+        self.guarded_traces = tuple(dict.fromkeys(bases))
 
     async def msearch(
         self, searches: list[dict[str, Any]], *, opaque_id: str | None = None
     ) -> list[dict[str, Any]]:
         """Several searches in one request (header, body, ...): their responses."""
         chunks_guard.check("/_msearch", self.guarded, searches)
+        chunks_guard.check("/_msearch", self.guarded_traces, searches, door="traces")
         ndjson = "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in searches)
         try:
             if self.flavor == "elasticsearch":
@@ -74,10 +83,8 @@ def async_engine_for(engine: Engine, settings: Settings) -> AsyncEngine:
     when the async client cannot be built (``aiohttp`` missing, a refused option)."""
     try:
         if engine.flavor == "elasticsearch":
-            from elasticsearch import AsyncElasticsearch
-
             kwargs = {"serializers": orjson_serializers(), **es_client_kwargs(settings)}
-            raw = build_client(AsyncElasticsearch, kwargs, settings, "AsyncElasticsearch")
+            raw = build_client(SpanSafeAsyncElasticsearch, kwargs, settings, "AsyncElasticsearch")
         else:
             from opensearchpy import AsyncOpenSearch
 
@@ -91,4 +98,5 @@ def async_engine_for(engine: Engine, settings: Settings) -> AsyncEngine:
         ) from exc
     out = AsyncEngine(raw, engine.flavor, url=engine.url)
     out.guard(*engine.guarded)
+    out.guard_traces(*engine.guarded_traces)
     return out

@@ -2,9 +2,9 @@
 
 Nothing is written when any installed template differs from its file, unless ``force`` is set:
 the caller sees every difference first. Every check that can fail runs before the first write
-(:func:`preflight`: the credentials' privileges, the tenant ids, the licence; then the template
-conflicts and the existing indices' vector fields), so that a refused bootstrap leaves nothing
-half-installed.
+(:func:`preflight`: the credentials' privileges, the tenant ids, the licence; then the chunks
+index names, the template conflicts, and the existing indices' vector fields and policy fields),
+so that a refused bootstrap leaves nothing half-installed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,17 @@ from typing import Any, Literal
 from hybrid_es.cluster.access import access_of
 from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.cluster.policy_fields import (
+    CHUNKS_SETTING,
+    field_types,
+    mapping_error,
+    matches,
+    name_hint,
+    wrong_types,
+)
 from hybrid_es.cluster.security import install_deployment_roles, install_tenant_reader
 from hybrid_es.cluster.templates import (
+    CHUNKS_TEMPLATE,
     DEPLOYMENT_ROLES,
     HASH_KEY,
     READER_HINT,
@@ -150,12 +159,15 @@ def bootstrap(
 
     Raises (each before anything is written): AuthenticationError (403) when the credentials
     lack a privilege that bootstrap, or installing roles, needs (:func:`preflight`);
-    ConfigurationError for an invalid tenant id or an existing index whose vector field cannot
-    be used; TemplateConflictError when an installed template differs and ``force`` is not set.
+    ConfigurationError for an invalid tenant id, chunks index names that the chunks template
+    does not match (:func:`check_chunks_names`), or an existing index whose vector field cannot
+    be used or whose policy fields have other types than the template's; TemplateConflictError
+    when an installed template differs and ``force`` is not set.
     """
     engine = as_engine(client, url=settings.redacted_url())
     skip_roles = "" if check else preflight(caps, tenants, settings.layout(), roles=roles)
     templates = templates_for(caps, settings)
+    check_chunks_names(settings.layout(), templates)
     actions = plan(engine, templates, force=force)
     report = BootstrapReport(actions)
     if check:
@@ -255,6 +267,31 @@ def preflight(
     return ""
 
 
+def check_chunks_names(layout: IndexLayout, templates: list[Template]) -> None:
+    """Refuse (ConfigurationError naming ``HYBRID_ES_CHUNKS_INDEX``) a layout whose chunks
+    indices the chunks template in ``templates`` would not match: created by ingest (or, in the
+    shared layout, by bootstrap), they would get dynamic mappings, ``tenant`` and
+    ``acl_groups`` as text, which the policy filter cannot compare exactly. In the
+    index-per-tenant layout a tenant's name is derived from the setting (``<chunks>-t-<tenant>``,
+    ``tenancy.IndexLayout``), so a derived name is what is matched. Pure."""
+    patterns = [
+        p
+        for t in templates
+        if t.kind == "index" and t.name == CHUNKS_TEMPLATE
+        for p in t.body.get("index_patterns", [])
+    ]
+    name = layout.chunks if layout.mode == "shared" else layout.chunks_for("tenant")
+    if not matches(name, patterns):
+        raise ConfigurationError(
+            f"the chunks indices {layout.chunks_pattern()} ({CHUNKS_SETTING}={layout.chunks}, "
+            f"tenancy {layout.mode}) are not matched by the {CHUNKS_TEMPLATE} template "
+            f"({', '.join(patterns) or 'no patterns'}): they would get dynamic mappings, tenant "
+            "and acl_groups as text, which the policy filter cannot compare exactly; nothing "
+            "was written",
+            hint=name_hint(),
+        )
+
+
 def roles_skipped_because(caps: Capabilities) -> str:
     """Why this cluster cannot hold the tenant reader roles ("" when it can): a property of the
     cluster (security, licence, role store), not of the credentials."""
@@ -343,28 +380,34 @@ def _plan_indices(
 
 _REBUILD_HINT = (
     "nothing was changed; re-create the index with the hybrid-es template (delete it and "
-    "re-ingest), or point HYBRID_ES_INDEX_PREFIX elsewhere"
+    f"re-ingest), or set {CHUNKS_SETTING} to a new name that the {CHUNKS_TEMPLATE} template "
+    "matches"
 )
 
 
 def _check_indices(engine: Engine, settings: Settings) -> None:
     """Refuse, before anything is written, an existing index whose vector field this engine
-    cannot use, or that maps a declared filterable field with another type (one mapping read
-    for all of them)."""
+    cannot use, or that maps a declared filterable field with another type, or a chunks index
+    (the chunks template's or the layout's) that maps a policy field with another type than
+    the template (one mapping read for all of them). A policy field a chunks index lacks is
+    not refused here: bootstrap adds it (:func:`_plan_indices`)."""
+    chunks = [*_template_patterns(settings, CHUNKS_TEMPLATE), settings.layout().chunks_pattern()]
     mappings = engine.request(
         "GET",
-        f"/{','.join(_template_patterns(settings))}/_mapping",
+        f"/{','.join(dict.fromkeys([*_template_patterns(settings), *chunks]))}/_mapping",
         params={"expand_wildcards": "open", "allow_no_indices": True, "ignore_unavailable": True},
         what="reading mappings",
     )
     for index, body in sorted(dict(mappings or {}).items()):
-        field = body.get("mappings", {}).get("properties", {}).get("embedding")
+        properties = body.get("mappings", {}).get("properties", {})
+        wrong = wrong_types(field_types(properties), unmapped=False)
+        if matches(index, chunks) and wrong:
+            raise mapping_error(index, wrong, writing=True)
+        field = properties.get("embedding")
         problem = vector_field_problem(engine.flavor, field) if field else None
         if problem:
             raise ConfigurationError(f"index {index}: {problem}", hint=_REBUILD_HINT)
-        conflicts = filter_field_conflicts(
-            settings.filterable_fields, body.get("mappings", {}).get("properties", {})
-        )
+        conflicts = filter_field_conflicts(settings.filterable_fields, properties)
         if conflicts:
             raise ConfigurationError(
                 f"index {index} maps filterable fields with other types than "
@@ -380,11 +423,12 @@ def _existing_indices(engine: Engine, settings: Settings) -> list[str]:
     return engine.indices(",".join(_template_patterns(settings)))
 
 
-def _template_patterns(settings: Settings) -> list[str]:
+def _template_patterns(settings: Settings, name: str | None = None) -> list[str]:
+    """The index patterns of the index templates (``name``: of that template only)."""
     return [
         p
         for t in load_templates("standard", settings.templates_dir)
-        if t.kind == "index"
+        if t.kind == "index" and name in (None, t.name)
         for p in t.body.get("index_patterns", [])
     ]
 

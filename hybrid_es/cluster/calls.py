@@ -57,11 +57,12 @@ class ApiCall:
 class EngineCalls(ABC):
     """The cluster operations hybrid-es uses, each written once over :meth:`call` and
     :meth:`request`; ``cluster.engine.Engine`` provides both, and the client (``raw``) and
-    guard (``guarded``) they go through."""
+    guards (``guarded``, ``guarded_traces``) they go through."""
 
     raw: Any
     url: str
     guarded: tuple[str, ...]
+    guarded_traces: tuple[str, ...]
 
     @abstractmethod
     def request(
@@ -198,6 +199,7 @@ class EngineCalls(ABC):
     def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every hit of a query, paged with the client helpers' scroll."""
         chunks_guard.check(f"/{index}/_search", self.guarded)
+        chunks_guard.check(f"/{index}/_search", self.guarded_traces, door="traces")
         try:
             yield from self._helpers().scan(self.raw, index=index, query=body)
         except Exception as exc:
@@ -266,6 +268,20 @@ class EngineCalls(ABC):
         """Index name -> its ``mappings``."""
         resp = self._indices("get_mapping", "GET", index, "/_mapping", what=f"reading {index}")
         return {name: body.get("mappings", {}) for name, body in dict(resp).items()}
+
+    def field_caps(self, index: str, fields: Sequence[str]) -> dict[str, Any]:
+        """The ``_field_caps`` of ``fields`` in ``index``, unmapped ones included: the types a
+        caller who may read an index (``read``), but not its mapping, can learn."""
+        call = ApiCall(
+            "field_caps",
+            "GET",
+            f"/{_p(index)}/_field_caps",
+            {"index": index},
+            # A list, not one comma-joined string: elasticsearch-py sends `fields` in the body,
+            # where one string is one field name.
+            {"fields": list(fields), "include_unmapped": True},
+        )
+        return dict(self.call(call, what=f"reading the field types of {index}"))
 
     def put_mapping(self, index: str, body: dict[str, Any]) -> None:
         self._indices("put_mapping", "PUT", index, "/_mapping", body=body, what=f"updating {index}")
@@ -398,10 +414,14 @@ def _p(part: str) -> str:
 
 
 def query_params(params: dict[str, Any] | None) -> dict[str, str]:
-    """URL parameters as the REST API spells them (booleans lowercase; None left out)."""
+    """URL parameters as the REST API spells them (booleans lowercase, lists comma-separated;
+    None left out)."""
     out: dict[str, str] = {}
     for k, v in (params or {}).items():
         if v is None:
             continue
-        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+        if isinstance(v, list | tuple):
+            out[k] = ",".join(str(x) for x in v)
+        else:
+            out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
     return out

@@ -21,6 +21,11 @@ Credentials in that order: an API key wins over a bearer token, which wins over 
 password. TLS options apply to ``https://`` only (an Elastic Cloud id is HTTPS).
 
 Every request carries the user-agent ``hybrid-es/<version> (<client>/<version>)``.
+
+The elasticsearch-py clients built here leave request bodies out of OpenTelemetry spans even
+where ``OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_CAPTURE_SEARCH_QUERY=raw`` asks for them
+(:class:`SpanSafeElasticsearch`): a search body holds the query text and the caller's policy
+filter (user id, groups, tenant). opensearch-py makes no spans of its own.
 """
 
 from __future__ import annotations
@@ -29,12 +34,54 @@ import logging
 from functools import cache
 from typing import Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import AsyncElasticsearch, Elasticsearch
 
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.settings import Settings
 
 log = logging.getLogger(__name__)
+
+BODY_CAPTURE_VARIABLE = "OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_CAPTURE_SEARCH_QUERY"
+"""elasticsearch-py's switch (``raw``) that puts search bodies in its spans (``db.query.text``);
+read by every client it builds, ``.options()`` copies included. Overridden by the clients made
+here."""
+
+
+def _omit_bodies(client: Any) -> None:
+    # elasticsearch-py reads the variable into its OpenTelemetry helper when a client is built,
+    # and has no argument for it; the helper's own strategy is set instead. A span keeps the
+    # endpoint, index and status; the body (query text, user id, groups) stays out.
+    otel = getattr(client, "_otel", None)
+    if otel is not None and getattr(otel, "body_strategy", "omit") != "omit":
+        otel.body_strategy = "omit"
+        _warn_body_capture_ignored()
+
+
+@cache
+def _warn_body_capture_ignored() -> None:
+    log.warning(
+        "%s=raw is ignored by hybrid-es's Elasticsearch clients: their search bodies hold the "
+        "query text and the caller's user id and groups, which spans must not carry",
+        BODY_CAPTURE_VARIABLE,
+    )
+
+
+class SpanSafeElasticsearch(Elasticsearch):
+    """elasticsearch-py's client, whose OpenTelemetry spans never hold a request body
+    (:data:`BODY_CAPTURE_VARIABLE` notwithstanding); so are its ``.options()`` copies, which
+    the client builds as instances of its own class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _omit_bodies(self)
+
+
+class SpanSafeAsyncElasticsearch(AsyncElasticsearch):
+    """:class:`SpanSafeElasticsearch`, async."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _omit_bodies(self)
 
 
 @cache
@@ -252,10 +299,10 @@ def make_client(
     settings: Settings, *, api_key: str | None = None, **overrides: Any
 ) -> Elasticsearch:
     """An Elasticsearch client for ``settings`` (see :func:`es_client_kwargs`), on orjson
-    (:func:`orjson_serializers`); ``overrides`` (code's own, e.g. a node class) win over
-    everything."""
+    (:func:`orjson_serializers`), whose spans never hold a body (:class:`SpanSafeElasticsearch`);
+    ``overrides`` (code's own, e.g. a node class) win over everything."""
     kwargs = {**es_client_kwargs(settings, api_key=api_key), **overrides}
     if "serializer" not in kwargs:  # code that names its own serializer keeps it
         kwargs.setdefault("serializers", orjson_serializers())
-    client: Elasticsearch = build_client(Elasticsearch, kwargs, settings, "Elasticsearch")
+    client: Elasticsearch = build_client(SpanSafeElasticsearch, kwargs, settings, "Elasticsearch")
     return client

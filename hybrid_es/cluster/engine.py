@@ -18,8 +18,8 @@ The calls go through the clients' typed methods (``search``, ``msearch``, ``coun
 parts, where a bare request is a span named ``POST``. opensearch-py makes no spans; its typed
 methods are used all the same, so both flavours take one route. What has no typed method on both
 clients (data streams, security, search pipelines, licences) goes through :meth:`Engine.request`.
-Either way the chunks guard (``cluster.guard``) reads the REST path and body before anything is
-sent.
+Either way the chunks and traces guards (``cluster.guard``) read the REST path and body before
+anything is sent.
 
 This module holds the seam itself (:class:`Engine`, its two flavours, :func:`connect` and
 :func:`as_engine`). The calls, written once for both flavours, are in ``cluster.calls``; the
@@ -74,6 +74,9 @@ class Engine(EngineCalls):
         self.guarded: tuple[str, ...] = ()
         """Base names of the chunks indices: a body read of one must come through the policy
         door (``cluster.guard``, ``retrieval.door``)."""
+        self.guarded_traces: tuple[str, ...] = ()
+        """Base names of the traces indices: a body read of one must come through the traces
+        door (``cluster.guard``, ``traces.door``)."""
 
     def guard(self, *chunks_bases: str) -> None:
         """Refuse from now on any body read (search, count, scan, ...) of an index named by
@@ -82,9 +85,17 @@ class Engine(EngineCalls):
         guards its layout's chunks indices on the engine it is given."""
         self.guarded = tuple(dict.fromkeys((*self.guarded, *(b for b in chunks_bases if b))))
 
+    def guard_traces(self, *traces_bases: str) -> None:
+        """As :meth:`guard`, for the traces indices named by ``traces_bases``: a body read of one
+        must come through ``traces.door.TracesDoor``. Every trace reader and pruner guards its
+        storage on the engine it is given."""
+        bases = (*self.guarded_traces, *(b for b in traces_bases if b))
+        self.guarded_traces = tuple(dict.fromkeys(bases))
+
     def _carry(self, clone: Engine) -> Engine:
-        """``clone`` (the same cluster, other client options) with this engine's guard."""
+        """``clone`` (the same cluster, other client options) with this engine's guards."""
         clone.guarded = self.guarded
+        clone.guarded_traces = self.guarded_traces
         clone.rrf_rank_constant_at = self.rrf_rank_constant_at
         return clone
 
@@ -120,6 +131,7 @@ class Engine(EngineCalls):
         ``opaque_id`` goes out as ``X-Opaque-Id`` (the search's trace id), which the cluster's
         slow log, tasks API and HTTP client stats show beside the request."""
         chunks_guard.check(path, self.guarded, body)
+        chunks_guard.check(path, self.guarded_traces, body, door="traces")
         try:
             return self._send(method, path, query_params(params), body, opaque_id)
         except Exception as exc:
@@ -130,6 +142,7 @@ class Engine(EngineCalls):
         (a HEAD: ``{}``, or EngineError 404), or a package error. Checked by the chunks guard
         first, as :meth:`request` is; ``opaque_id`` as there."""
         chunks_guard.check(call.path, self.guarded, call.body)
+        chunks_guard.check(call.path, self.guarded_traces, call.body, door="traces")
         try:
             return self._typed(call, opaque_id)
         except Exception as exc:
@@ -325,10 +338,11 @@ def as_engine(client: Any, *, url: str = "") -> Engine:
     returned as it is)."""
     if isinstance(client, Engine):
         return client
-    module = type(client).__module__
-    if module.startswith("opensearchpy"):
+    # By the classes it derives from: a subclass (cluster.client's own) is its library's client.
+    modules = [cls.__module__ for cls in type(client).__mro__]
+    if any(m.startswith("opensearchpy") for m in modules):
         engine: Engine = OpenSearchEngine(client, url=url)
-    elif module.startswith("elasticsearch"):
+    elif any(m.startswith("elasticsearch") for m in modules):
         engine = ElasticsearchEngine(client, url=url)
     else:
         raise ConfigurationError(

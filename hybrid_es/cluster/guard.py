@@ -1,5 +1,5 @@
-"""The engine seam's half of the chunks door: which requests read a chunks index, and whether the
-door let them through. Pure, but for one context variable.
+"""The engine seam's half of the chunks door (and of the traces door): which requests read a
+guarded index, and whether its door let them through. Pure, but for one context variable.
 
 Records reach a caller only through a body checked for the policy (``retrieval.door``: the
 dialect's ``assert_policy`` on every leaf). The check happens above the engine, so the engine
@@ -12,6 +12,12 @@ sent.
 
 Reads by id (GET, ``_mget``) carry no body to check and are not body reads: their callers name
 ids of their own tenant (``identity.chunk_key``), and what they read is re-checked in Python.
+
+The traces indices have a door of the same kind (``traces.door.TracesDoor``, which checks the
+caller's tenant and user scope, or operator role, in the body): an engine told which indices
+hold traces (:meth:`Engine.guard_traces`, done by every trace reader and pruner) refuses a body
+read of one that did not come through it (:func:`opened_traces`). Each door opens its own
+passage only: a read of the chunks through the traces door is refused, and the other way round.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 from hybrid_es.errors import PolicyViolationError
 
@@ -44,23 +50,41 @@ BODY_READS = frozenset(
 )
 """Endpoints that read records through a body (or open a view for one to read)."""
 
-_THROUGH_DOOR: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "hybrid_es_through_door", default=False
+Door = Literal["chunks", "traces"]
+
+_THROUGH_DOOR: contextvars.ContextVar[Door | None] = contextvars.ContextVar(
+    "hybrid_es_through_door", default=None
 )
+"""The door whose passage is open in this context, if any."""
 
 
 @contextlib.contextmanager
-def opened() -> Iterator[None]:
-    """The door's own passage: requests sent inside it have had their bodies checked."""
-    token = _THROUGH_DOOR.set(True)
+def _passage(door: Door) -> Iterator[None]:
+    token = _THROUGH_DOOR.set(door)
     try:
         yield
     finally:
         _THROUGH_DOOR.reset(token)
 
 
-def through_door() -> bool:
-    return _THROUGH_DOOR.get()
+@contextlib.contextmanager
+def opened() -> Iterator[None]:
+    """The chunks door's own passage: requests sent inside it have had their bodies checked."""
+    with _passage("chunks"):
+        yield
+
+
+@contextlib.contextmanager
+def opened_traces() -> Iterator[None]:
+    """The traces door's own passage (``traces.door``): requests sent inside it have had their
+    bodies checked for the caller's scope."""
+    with _passage("traces"):
+        yield
+
+
+def through_door(door: Door = "chunks") -> bool:
+    """Whether ``door``'s passage is open here."""
+    return _THROUGH_DOOR.get() == door
 
 
 def is_guarded(index: str, bases: Iterable[str]) -> bool:
@@ -97,7 +121,13 @@ def body_read_target(path: str) -> str | None:
     return None
 
 
-def refuse_around_door(what: str, index: str) -> PolicyViolationError:
+def refuse_around_door(what: str, index: str, door: Door = "chunks") -> PolicyViolationError:
+    if door == "traces":
+        return PolicyViolationError(
+            f"{what} on the traces index {index!r} did not come through the traces door",
+            hint="read traces through hybrid_es.traces.door.TracesDoor (or TraceReader), which "
+            "checks the caller's tenant and user scope in the body before it is sent",
+        )
     return PolicyViolationError(
         f"{what} on the chunks index {index!r} did not come through the policy door",
         hint="read chunks through hybrid_es.retrieval.door.ChunksDoor, which checks the policy "
@@ -124,10 +154,10 @@ def msearch_indices(body: Any) -> list[str]:
     return out
 
 
-def check(path: str, bases: tuple[str, ...], body: Any = None) -> None:
-    """Refuse (PolicyViolationError) a body read of a guarded index sent around the door; an
-    ``_msearch``'s indices are read from its header lines (``body``)."""
-    if not bases or through_door():
+def check(path: str, bases: tuple[str, ...], body: Any = None, *, door: Door = "chunks") -> None:
+    """Refuse (PolicyViolationError) a body read of an index that ``bases`` guard, sent around
+    ``door``; an ``_msearch``'s indices are read from its header lines (``body``)."""
+    if not bases or through_door(door):
         return
     target = body_read_target(path)
     if target is None:
@@ -135,4 +165,4 @@ def check(path: str, bases: tuple[str, ...], body: Any = None) -> None:
     names = [target] if target else (msearch_indices(body) or ["_all"])
     for name in names:
         if is_guarded(name, bases):
-            raise refuse_around_door("a body read", name)
+            raise refuse_around_door("a body read", name, door)

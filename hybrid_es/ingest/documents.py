@@ -7,7 +7,14 @@ import json
 from datetime import date, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from hybrid_es.identity import SEPARATOR
 from hybrid_es.metadata_fields import check_metadata
@@ -22,6 +29,12 @@ MAX_DOCUMENT_BYTES = 4 * MAX_DOCUMENT_CHARS
 character), so it is refused before it is read."""
 MAX_VERSION = 999_999_999
 """The highest document version: an integer (never a boolean: JSON ``true`` is refused)."""
+_SCOPE_IDS = {
+    "booking_ids": "booking id",
+    "property_ids": "property id",
+    "source_type": "source type",
+    "jurisdiction": "jurisdiction",
+}
 
 
 class Document(BaseModel):
@@ -101,6 +114,18 @@ class Document(BaseModel):
         # An entry no principal can hold (a trailing newline, a NUL) would silently match nobody.
         for entry in v or ():
             check_id(entry, "an ACL entry")
+        return v
+
+    @field_validator("booking_ids", "property_ids", "source_type", "jurisdiction")
+    @classmethod
+    def _scope_ids_ok(
+        cls, v: str | tuple[str, ...] | None, info: ValidationInfo
+    ) -> str | tuple[str, ...] | None:
+        # The values a RequestScope is compared with, exactly: the same rules on both sides, so
+        # a record is never scoped by a value that no request can name.
+        what = _SCOPE_IDS[info.field_name or ""]
+        for value in (v,) if isinstance(v, str) else v or ():
+            check_id(value, what)
         return v
 
     @property

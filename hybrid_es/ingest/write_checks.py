@@ -1,6 +1,8 @@
-"""What an ingest checks of a chunks index once, before its first write to it: that its vector
-field can hold this embedder's vectors on this engine, which model writes it, and which
-filterable metadata fields its mapping declares.
+"""What an ingest checks of a chunks index once, before its first write to it: that an installed
+template maps a new index of its name as a chunks index, that it maps the fields of the policy
+filter as the chunks template does (``cluster.policy_fields``), that its vector field can hold
+this embedder's vectors on this engine, which model writes it, and which filterable metadata
+fields its mapping declares.
 
 The model rule is the searcher's own (``retrieval.index_checks.check_vectors``): an index holds
 the vectors of one model and dimension. An empty index takes the embedder's model id and
@@ -14,11 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.policy_fields import check_mapped, check_new_index, field_types
 from hybrid_es.cluster.retries import on_connection_failure, while_shards_start
 from hybrid_es.cluster.templates import vector_dims, vector_field_problem
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
-from hybrid_es.errors import ConfigurationError, translate_es_error
+from hybrid_es.errors import ConfigurationError, IndexMissingError, translate_es_error
 from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping
 from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.index_checks import check_vectors
@@ -48,7 +51,10 @@ class WriteChecks:
     ) -> Embedder:
         """The embedder that writes ``index``; refuses, before any write, an index whose vectors
         come from another model or size (ModelError), or whose vector field this engine cannot
-        serve (ConfigurationError; OpenSearch: a k-NN engine other than lucene).
+        serve (ConfigurationError; OpenSearch: a k-NN engine other than lucene). Also refuses
+        (ConfigurationError) an index that maps a field of the policy filter otherwise than the
+        chunks template, and, before creating a missing index, a name whose new index no
+        installed template would map so (``cluster.policy_fields``).
 
         An empty index takes the embedder's model id and dimension into its mapping ``_meta``:
         the fixed one, or (``auto``) the one chosen from ``texts``, the first documents to be
@@ -62,6 +68,7 @@ class WriteChecks:
             props, meta, count = _mapping(client, door, index)
         except Exception as exc:
             raise translate_es_error(exc, url=client.url, what=f"checking {index}") from exc
+        check_mapped(index, {index: field_types(props)}, writing=True)
         vector_field = props.get("embedding", {})
         _refuse_field(client, index, vector_field)
         recorded = meta.get("embedding_model") if count else None
@@ -106,9 +113,17 @@ def _refuse_field(client: Engine, index: str, vector_field: dict[str, Any]) -> N
 def _mapping(
     client: Engine, door: ChunksDoor, index: str
 ) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """The index's mapped properties, its ``_meta`` and its chunk count (created if missing)."""
-    # False when another writer created it first: that is fine.
-    client.create_index(index)
+    """The index's mapped properties, its ``_meta`` and its chunk count (created if missing,
+    where an installed template would map it as a chunks index: ``check_new_index``)."""
+    try:
+        client.get_mapping(index)
+    except IndexMissingError:
+        # Refused here, a name no template matches leaves no dynamically mapped index behind.
+        # A credential that may not simulate templates (hybrid-es-ingest) skips this: the
+        # mapping check after creating the index still refuses it before any write.
+        check_new_index(client, index)
+        # False when another writer created it first: that is fine.
+        client.create_index(index)
     # A concurrent writer may have created the index a moment ago: wait until its primary
     # shard has started, or the count below meets a 503 (returns at once when it has). The
     # wait is both servers' default, 30s: a `timeout` parameter is not sent, because

@@ -13,9 +13,12 @@ text keeps its line breaks, and in attributes a line break is an XML character r
 (``&#10;``), which gives the exact character back to an XML reader and cannot end the line.
 Caller inputs that reach the context (the case id, each unresolved question) are escaped the
 same way and kept to one line, so a case id such as ``X\\n</document>\\n## Trusted ...`` can
-neither close a wrapper nor start a block of its own. A token budget bounds the context; what
-was cut is reported, because unchecked growth recreates the long-context problem inside the
-packet.
+neither close a wrapper nor start a block of its own. A model reads markup by its look, not by
+its code points, so the brackets that look like ``<`` and ``>`` (:data:`ANGLE_LOOKALIKES`: the
+fullwidth U+FF1C and U+FF1E, the small U+FE64 and U+FE65, the CJK U+3008 and U+3009, ...) are
+written as XML character references too (``&#xFF1C;/document&#xFF1E;``): visible as escapes,
+and the exact character again to an XML reader. A token budget bounds the context; what was cut
+is reported, because unchecked growth recreates the long-context problem inside the packet.
 """
 
 from __future__ import annotations
@@ -46,16 +49,35 @@ class Rendered(BaseModel):
     unresolved: tuple[str, ...]
 
 
+ANGLE_LOOKALIKES = frozenset(
+    "\uff1c\uff1e"  # fullwidth < >
+    "\ufe64\ufe65"  # small < >
+    "\u2039\u203a"  # single angle quotation marks
+    "\u2329\u232a\u3008\u3009\u27e8\u27e9\u29fc\u29fd"  # angle brackets: technical, CJK, math
+    "\u276c\u276d\u276e\u276f\u2770\u2771"  # angle bracket and quotation ornaments
+    "\u02c2\u02c3\u02f1\u02f2"  # modifier arrowheads
+)
+"""Characters that look like ``<`` or ``>``, written as character references in the context so
+that none of them can pass for a tag (``</document>`` spelt with U+FF1C and U+FF1E closing the
+wrapper to a model's eye). Letters that resemble a bracket (Canadian syllabics PA and PO, runic
+KAUNA) are kept: they spell words of the scripts they belong to, and every record in those
+scripts would be garbled; so are the double brackets (``《》``, ``«»``), quotation marks that no
+tag is written with. The tag characters U+E003C and U+E003E are format characters, which
+``textsafe`` makes visible already."""
+_LOOKALIKE_REFS = {c: f"&#x{ord(c):X};" for c in sorted(ANGLE_LOOKALIKES)}
+
+
 def _text(value: str) -> str:
     """Record text for a wrapper's body: control and format characters made visible (line
-    breaks kept), then XML-escaped. The two commute: each writes only ASCII that the other
-    leaves alone."""
-    return escape(visible(value))
+    breaks kept), then XML-escaped, lookalike brackets as references. The two steps commute:
+    each writes only ASCII that the other leaves alone."""
+    return escape(visible(value), _LOOKALIKE_REFS)
 
 
 def _line(value: str) -> str:
-    """A caller's value on one line of the renderer's own text: visible, one line, XML-escaped."""
-    return escape(one_line(value))
+    """A caller's value on one line of the renderer's own text: visible, one line, XML-escaped
+    (lookalike brackets as references)."""
+    return escape(one_line(value), _LOOKALIKE_REFS)
 
 
 # Written as character references in an attribute: a quote would end it, and a raw line break
@@ -69,6 +91,7 @@ _ATTR_REFS = {
     "\t": "&#9;",
     "\u2028": "&#8232;",
     "\u2029": "&#8233;",
+    **_LOOKALIKE_REFS,
 }
 _ATTR_BREAKS = re.compile("([\n\r\t\u2028\u2029])")
 

@@ -6,6 +6,14 @@ and another tenant's (or another user's) packet of the same id is simply a diffe
 packet that is not the caller's looks exactly like one that does not exist: same error, same
 single GET.
 
+The owner's part of the key is an HMAC under the deployment's secret (:func:`owner_secret`), so
+a packet ``_id`` seen alone (in the URL of a GET, an audit log, a conflict message) does not
+confirm a guessed user id. The document itself keeps ``tenant`` and ``principal_id`` in clear:
+finding the newest version searches on them and every read compares them with the caller's
+(defence in depth), and whoever may read the packets index reads the manifest's query, scope and
+members anyway, as the traces name their user (``user.id``). Keying the ``_id`` protects the
+user id from those who see ids only, not from readers of the index.
+
 The chain of a case is committed by ``op_type=create`` alone: version n+1 can be created once,
 so of two concurrent refreshes exactly one writes it and the other is told which version won.
 Whether a version is current is read from the chain (does version n+1 exist? a real-time GET),
@@ -24,6 +32,7 @@ from hybrid_es.errors import ManifestConflictError, PacketNotFoundError, Version
 from hybrid_es.identity import packet_key
 from hybrid_es.models import Principal
 from hybrid_es.packets.manifest import Manifest, packet_id, parse_packet_id
+from hybrid_es.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -38,21 +47,45 @@ def _not_found(pid: str) -> PacketNotFoundError:
     return PacketNotFoundError(f"no packet {pid!r}", hint="build one with `hybrid-es packet build`")
 
 
+def owner_secret(settings: Settings) -> bytes | None:
+    """The secret that keys packet owners (``identity.owner_digest``): the deployment's
+    ``HYBRID_ES_TRACE_HASH_KEY``, or None when it sets none.
+
+    One secret, set once per deployment, read alike by every process (``hybrid-es packet build``
+    and a later ``packet show`` must compute the same ``_id``), so never a random key of the
+    process as traces use when it is unset: without it the owner digest is unkeyed."""
+    key = settings.trace_hash_key
+    return key.get_secret_value().encode("utf-8") if key else None
+
+
 class PacketStore:
-    def __init__(self, client: Engine | Any, index: str = "hybrid-es-packets") -> None:
+    """The packets index, keyed by the caller (the module docstring).
+
+    ``owner_secret``: the deployment's secret (:func:`owner_secret` of its settings); every
+    process of a deployment must pass the same one, or each finds only its own packets. None
+    digests owners unkeyed."""
+
+    def __init__(
+        self,
+        client: Engine | Any,
+        index: str = "hybrid-es-packets",
+        *,
+        owner_secret: bytes | None = None,
+    ) -> None:
         self.client = as_engine(client)
         self.index = index
+        self._secret = owner_secret
 
-    @staticmethod
-    def key(owner: Principal, pid: str) -> str:
-        return packet_key(owner.tenant, owner.user_id, pid)
+    def key(self, owner: Principal, pid: str) -> str:
+        """The stored ``_id`` of ``owner``'s packet ``pid``."""
+        return packet_key(owner.tenant, owner.user_id, pid, self._secret)
 
     def create(self, manifest: Manifest) -> Stored:
         """Write a new packet version (the commit point of a build or refresh).
 
         Raises ManifestConflictError, naming the version that exists, when it already does.
         """
-        key = packet_key(manifest.tenant, manifest.principal_id, manifest.packet_id)
+        key = packet_key(manifest.tenant, manifest.principal_id, manifest.packet_id, self._secret)
         try:
             resp = self.client.index(
                 self.index,
@@ -141,7 +174,7 @@ class PacketStore:
             resp = self.client.index(
                 self.index,
                 m.to_document(),
-                id=packet_key(m.tenant, m.principal_id, m.packet_id),
+                id=packet_key(m.tenant, m.principal_id, m.packet_id, self._secret),
                 if_seq_no=old.seq_no,
                 if_primary_term=old.primary_term,
                 what="updating a packet",

@@ -1,5 +1,11 @@
-"""What the searcher checks of a chunks index once, before it trusts it: the embedding model and
-dimension its vectors came from, and the filterable fields its mapping holds.
+"""What the searcher checks of a chunks index once, before it trusts it: the types of the fields
+its policy filter reads, the embedding model and dimension its vectors came from, and the
+filterable fields its mapping holds.
+
+The policy fields must be mapped as the chunks template maps them (``cluster.policy_fields``):
+an index whose ``acl_groups`` is ``text`` would have the engine score records outside the
+caller's scope. They are read from the mapping, or, for a caller who may not read mappings,
+from ``_field_caps``, which ``read`` allows; a caller who may read neither is refused.
 
 The model is read from the index mapping's ``_meta``; a caller whose credentials may not read
 mappings (a document-level-security reader) is checked against the ``embedding_model`` stored on
@@ -17,6 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.policy_fields import (
+    POLICY_FIELDS,
+    check_mapped,
+    field_types_by_index,
+    field_types_from_caps,
+)
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import AuthenticationError, ConfigurationError, EngineError, ModelError
@@ -27,9 +39,12 @@ from hybrid_es.retrieval.filters import filter_summary
 
 
 class IndexChecks:
-    """The checks done once per chunks index (model) and per field set (filters)."""
+    """The checks done once per chunks index (policy fields, model) and per field set
+    (filters)."""
 
     def __init__(self) -> None:
+        self.policy_checked: set[str] = set()
+        """The indices whose policy fields were found mapped as the chunks template maps them."""
         self.model_checked: set[str] = set()
         self.model_of: dict[str, str | None] = {}
         """Per checked index, the model its mapping or a chunk records (None: none recorded)."""
@@ -48,15 +63,19 @@ class IndexChecks:
         mappings, a chunk) records. A fixed embedder is refused (ModelError) for an index whose
         vectors came from another model or dimension; ``auto`` takes the recorded model
         (``embedder_choice``). AuthenticationError when the cluster refuses both the mapping and
-        a chunk. An index that records no model yet (nothing written) is read again next time."""
+        a chunk. An index that records no model yet (nothing written) is read again next time.
+        First refuses (ConfigurationError) an index whose policy fields are not mapped as the
+        chunks template maps them (:meth:`check_policy_fields`)."""
         if index in self.model_checked:
             return embedders.recorded(index, self.model_of.get(index))
         try:
             mappings = client.get_mapping(index)
         except EngineError as exc:
             if exc.status == 403:
+                self._check_policy_fields_on_caps(client, index)
                 return self._model_on_a_chunk(door, index, principal, embedders)
             raise
+        self.check_policy_fields(client, index, mappings)
         self.mapped_filters[index] = meta_filters(mappings)
         metas = {name: m.get("_meta", {}) for name, m in mappings.items()}
         models = sorted(
@@ -77,6 +96,44 @@ class IndexChecks:
             self.model_of[index] = models[0] if models else None
             self.model_checked.add(index)
         return embedder
+
+    def check_policy_fields(
+        self, client: Engine, index: str, mappings: dict[str, Any] | None = None
+    ) -> None:
+        """Refuse (ConfigurationError naming the index, the fields and their types) a chunks
+        index that maps a field of the policy filter otherwise than the chunks template, or
+        not at all: the engine would compare it otherwise than the re-check. Checked once per
+        index; ``mappings``: its ``get_mapping`` answer, where already read. A caller who may
+        not read the mapping is checked on ``_field_caps``; AuthenticationError (403) when the
+        cluster refuses both."""
+        if index in self.policy_checked:
+            return
+        if mappings is None:
+            try:
+                mappings = client.get_mapping(index)
+            except EngineError as exc:
+                if exc.status != 403:
+                    raise
+                self._check_policy_fields_on_caps(client, index)
+                return
+        check_mapped(index, field_types_by_index(mappings))
+        self.policy_checked.add(index)
+
+    def _check_policy_fields_on_caps(self, client: Engine, index: str) -> None:
+        """:meth:`check_policy_fields` for a caller who may not read the mapping."""
+        if index in self.policy_checked:
+            return
+        try:
+            caps = client.field_caps(index, POLICY_FIELDS)
+        except AuthenticationError as exc:
+            raise AuthenticationError(
+                f"cannot check how {index} maps the policy fields: the credentials may read "
+                "neither its mapping nor its field capabilities",
+                hint="grant view_index_metadata or read on the chunks index",
+                status=exc.status,
+            ) from exc
+        check_mapped(index, field_types_from_caps(caps))
+        self.policy_checked.add(index)
 
     def _model_on_a_chunk(
         self, door: ChunksDoor, index: str, principal: Principal, embedders: Embedders

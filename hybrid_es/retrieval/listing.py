@@ -3,8 +3,10 @@ and ``count_records``).
 
 The searcher's side of a listing: the caller's metadata filter is translated (FilterError before
 any request), the tenant's corpus is looked up (a tenant with none lists nothing, where a search
-raises UnknownTenantError), a filter on a field the index does not map is refused, and the policy
-filter is built exactly as for a search, with the caller's filter inside it. The body and its
+raises UnknownTenantError), an index whose policy fields are mapped otherwise than the chunks
+template is refused (once per index, as for a search), a filter on a field the index does not map
+is refused, and the policy filter is built exactly as for a search, with the caller's filter
+inside it. The body and its
 read through the chunks door are ``records``'s.
 """
 
@@ -100,6 +102,7 @@ def listing_scope(
     except UnknownTenantError:
         return None
     index = s.index_for(principal)
+    s.checks.check_policy_fields(s.client, index)
     if narrowing is not None:
         s.checks.check_filter_mapped(s.client, index, filters, s.filterable_fields)
     now = now or datetime.now(UTC)

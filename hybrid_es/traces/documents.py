@@ -15,7 +15,7 @@ Schema names where ECS has one, ``hybrid_es.*`` for the rest::
     hybrid_es.*         query_hash, fusion_path, latency_ms.<stage>, candidates, packet.*, ...
 
 The tenant is ``organization.id``: ECS's field for data "arranged or filtered by organization",
-which is what a tenant is here; trace reads filter on it (``reader.scope_filter``).
+which is what a tenant is here; trace reads filter on it (``door.scope_filter``).
 
 **Only what the caller was allowed to see.** A search trace is built from the response's hits
 alone; a response never holds an out-of-scope record, and the builder adds nothing from

@@ -6,7 +6,8 @@ principal with the operator role (``models.OPERATOR_ROLE``) reads every tenant's
 tenant's. A trace outside the caller's scope is indistinguishable from one that does not exist.
 
 The tenant is ``organization.id`` and the user ``user.id`` (ECS, see ``documents``); reads go to
-the storage's pattern (``<traces>-*``: the data stream and every dated index).
+the storage's pattern (``<traces>-*``: the data stream and every dated index), each through the
+traces door (``door.TracesDoor``), which checks the caller's scope in the body before sending.
 """
 
 from __future__ import annotations
@@ -17,49 +18,40 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.errors import BadQueryError, TraceNotFoundError
 from hybrid_es.models import Principal
 from hybrid_es.traces.documents import NS
+from hybrid_es.traces.door import TracesDoor, scope_filter
 from hybrid_es.traces.storage import TraceStorage
 
 ID_CHARS = 12
 """Trace ids are shown (and may be given to ``show``) as their first 12 characters."""
 PACKET_OPERATIONS = ("packet_build", "packet_validate")
-TENANT = "organization.id"
-USER = "user.id"
 TRACE_ID = "trace.id"
 ACTION = "event.action"
-
-
-def scope_filter(principal: Principal, tenant: str | None = None) -> list[dict[str, Any]]:
-    """The filter that confines a trace query to what ``principal`` may read (pure).
-
-    ``tenant`` narrows an operator's view to one tenant; for anyone else it can only narrow
-    their own view further (another tenant gives nothing).
-    """
-    if principal.is_operator:
-        return [] if tenant is None else [{"term": {TENANT: tenant}}]
-    own = [
-        {"term": {TENANT: principal.tenant}},
-        {"term": {USER: principal.user_id}},
-    ]
-    return own if tenant in (None, principal.tenant) else [*own, {"term": {TENANT: tenant}}]
 
 
 class TraceReader:
     """Queries over the traces for one caller at a time (``client``: an
     :class:`~hybrid_es.cluster.engine.Engine` or a client it wraps; ``storage``: the deployment's
     :class:`~hybrid_es.traces.storage.TraceStorage`, whose pattern is read, or an index, data
-    stream or pattern by name)."""
+    stream or pattern by name). The engine's traces are guarded from then on: a body read of
+    them by any other way than a door is refused (``door``)."""
 
     def __init__(self, client: Engine | Any, storage: TraceStorage | str, *, url: str = "") -> None:
         self.client = as_engine(client, url=url)
-        self.index = storage.pattern if isinstance(storage, TraceStorage) else storage
+        self.door = TracesDoor(self.client, storage)
+        self.index = self.door.index
         self.url = url
 
-    def _search(self, body: dict[str, Any], **params: Any) -> dict[str, Any]:
-        """One search of the traces index; ``params`` are URL parameters. Raises the package's
-        errors (``EngineError`` and its subclasses)."""
-        return self.client.search(
-            self.index, body, what=f"reading traces from {self.index}", **params
-        )
+    def _search(
+        self,
+        principal: Principal,
+        body: dict[str, Any],
+        tenant: str | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
+        """One search of the traces index for ``principal`` through the door; ``params`` are URL
+        parameters. Raises PolicyViolationError for a body outside the caller's scope, and the
+        package's errors (``EngineError`` and its subclasses)."""
+        return self.door.search(principal, body, tenant=tenant, **params)
 
     def tail(
         self,
@@ -86,7 +78,7 @@ class TraceReader:
         }
         if not candidates:
             body["_source"] = {"excludes": [f"{NS}.candidates", f"{NS}.query_text"]}
-        docs = [h["_source"] for h in self._search(body)["hits"]["hits"]]
+        docs = [h["_source"] for h in self._search(principal, body, tenant)["hits"]["hits"]]
         docs.reverse()
         return docs
 
@@ -101,11 +93,12 @@ class TraceReader:
         docs = [
             h["_source"]
             for h in self._search(
+                principal,
                 {
                     "query": {"bool": {"filter": [match, *scope_filter(principal)]}},
                     "size": 2,
                     "sort": [{"@timestamp": "desc"}],
-                }
+                },
             )["hits"]["hits"]
         ]
         if not docs:
@@ -131,7 +124,9 @@ class TraceReader:
             ms = {"percentiles": {"field": f"{NS}.latency_ms.{op}", "percents": [50, 95]}}
             aggs[op] = {"filter": {"term": {ACTION: op}}, "aggs": {"ms": ms}}
         found = self._search(
+            principal,
             {"size": 0, "query": {"bool": {"filter": filters}}, "aggs": aggs},
+            tenant,
             ignore_unavailable=True,
         )
         out = found.get("aggregations", {})

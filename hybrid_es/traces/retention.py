@@ -31,6 +31,7 @@ from hybrid_es.cluster.trace_storage import backing_indices, get_data_stream, ro
 from hybrid_es.errors import AuthenticationError, BadQueryError, EngineError, PolicyViolationError
 from hybrid_es.models import Principal
 from hybrid_es.tenancy import IndexLayout
+from hybrid_es.traces.door import TracesDoor
 from hybrid_es.traces.storage import TraceStorage
 
 MAX_AGE = timedelta(days=36500)
@@ -171,7 +172,8 @@ def prune_traces(
             backing = backing_indices(stream)
             # Unrefreshed traces would make an index look older (or empty) than it is.
             engine.refresh(storage.stream)
-            roll, delete, keep = stream_to_delete(backing, _spans(engine, storage.stream), cutoff)
+            spans = _spans(TracesDoor(engine, storage), principal, storage.stream)
+            roll, delete, keep = stream_to_delete(backing, spans, cutoff)
             if roll:
                 rolled = backing[-1]
                 if not dry_run:
@@ -236,10 +238,11 @@ def check_can_list(engine: Engine, pattern: str, *, delete: bool) -> None:
         )
 
 
-def _spans(engine: Engine, stream: str) -> dict[str, IndexSpan]:
-    """Oldest and newest ``@timestamp`` of each backing index of ``stream`` (one search)."""
-    resp = engine.search(
-        stream,
+def _spans(door: TracesDoor, operator: Principal, stream: str) -> dict[str, IndexSpan]:
+    """Oldest and newest ``@timestamp`` of each backing index of ``stream`` (one search, of
+    every tenant's traces: ``operator``'s)."""
+    resp = door.search(
+        operator,
         {
             "size": 0,
             "aggs": {
@@ -252,6 +255,7 @@ def _spans(engine: Engine, stream: str) -> dict[str, IndexSpan]:
                 }
             },
         },
+        index=stream,
         what=f"reading the age of {stream}",
     )
     out = {}

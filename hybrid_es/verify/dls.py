@@ -29,7 +29,7 @@ from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.cluster.security import install_tenant_reader
 from hybrid_es.cluster.templates import backend_role, render_role
-from hybrid_es.errors import HybridEsError
+from hybrid_es.errors import EngineError, HybridEsError
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.dialects import dialect_for
 from hybrid_es.retrieval.door import control_reads
@@ -37,7 +37,7 @@ from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.verify.corpus import PHRASE
 from hybrid_es.verify.report import Check, failed, passed, skipped, unavailable
-from hybrid_es.verify.scratch import INFIX, Scratch
+from hybrid_es.verify.scratch import INFIX, Scratch, taken
 
 ITEM = 4
 OS_API = "/_plugins/_security/api"
@@ -82,7 +82,13 @@ def make_reader(scratch: Scratch) -> Reader:
         install_tenant_reader, engine, tenant, scratch.layout, scratch.settings.templates_dir
     )
     who = f"hybrid-es{INFIX}{scratch.tag}"
+    # Every PUT below overwrites an object of the same name, and every removal deletes it:
+    # each name is checked first, so that a name taken before the run stops it (scratch.taken)
+    # rather than being overwritten and then deleted.
     if engine.flavor == "opensearch":
+        for what, api in (("role", "roles"), ("role mapping", "rolesmapping")):
+            if _exists(engine, f"{OS_API}/{api}/{name}"):
+                raise taken(f"{what} {name}", scratch.tag)
         # Two objects in one call (the role, then its mapping): whatever it answers, the role
         # may exist, so both removals stay registered.
         for what, api in (("role mapping", "rolesmapping"), ("role", "roles")):
@@ -95,18 +101,25 @@ def make_reader(scratch: Scratch) -> Reader:
             f"internal user {who}",
             functools.partial(_request, engine, "PUT", f"{OS_API}/internalusers/{who}", user),
             functools.partial(_delete, engine, f"internalusers/{who}"),
+            exists=functools.partial(_exists, engine, f"{OS_API}/internalusers/{who}"),
         )
         update: dict[str, Any] = {"username": who, "password": SecretStr(password)}
         credential = f"internal user {who}"
     else:
         path = f"/_security/role/{name}"
-        scratch.make(f"role {name}", install, functools.partial(_request, engine, "DELETE", path))
+        scratch.make(
+            f"role {name}",
+            install,
+            functools.partial(_request, engine, "DELETE", path),
+            exists=functools.partial(_exists, engine, path),
+        )
         key: dict[str, Any] = {}
         request = {"name": who, "expiration": "1h", "role_descriptors": {name: body}}
         scratch.make(
             f"API key {who}",
             lambda: key.update(_request(engine, "POST", "/_security/api_key", request)),
-            functools.partial(_invalidate, engine, who),
+            functools.partial(_invalidate, engine, who, key),
+            exists=functools.partial(_own_active_key, engine, who),
         )
         update = {"api_key": SecretStr(str(key["encoded"])), "username": None, "password": None}
         credential = f"API key {who}"
@@ -122,10 +135,34 @@ def _delete(engine: Engine, path: str) -> None:
     _request(engine, "DELETE", f"{OS_API}/{path}")
 
 
-def _invalidate(engine: Engine, name: str) -> None:
-    engine.request(
-        "DELETE", "/_security/api_key", body={"name": name}, what="invalidating a scratch API key"
-    )
+def _exists(engine: Engine, path: str) -> bool:
+    """Whether ``GET path`` finds the object (404: it does not)."""
+    try:
+        _request(engine, "GET", path)
+    except EngineError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def _own_active_key(engine: Engine, name: str) -> bool:
+    """Whether these credentials own an active API key named ``name``."""
+    params = {"name": name, "owner": "true", "active_only": "true"}
+    try:
+        found = engine.request("GET", "/_security/api_key", params=params, what="reading API keys")
+    except EngineError as exc:
+        if exc.status == 404:  # some versions answer "none" so
+            return False
+        raise
+    return bool(found.get("api_keys"))
+
+
+def _invalidate(engine: Engine, name: str, key: dict[str, Any]) -> None:
+    # By its id once the key is known; by name (among these credentials' own keys, which held
+    # none of that name before) only when its creation got no answer.
+    body = {"ids": [key["id"]]} if key.get("id") else {"name": name, "owner": True}
+    engine.request("DELETE", "/_security/api_key", body=body, what="invalidating a scratch API key")
 
 
 def check_dls(scratch: Scratch | None, reader: Reader | None, why: str) -> Check:

@@ -52,11 +52,14 @@ def verify(
     write: bool = False,
     caps: Capabilities | None = None,
     on_step: Step | None = None,
+    tag: str | None = None,
 ) -> VerifyReport:
     """Check on this cluster what hybrid-es relies on (``report.ITEMS``), each item pass, fail
     or unavailable with its reason. ``write``: make (and remove) scratch objects for the items
     that need them; without it nothing is written. ``caps``: the capability probe, if the
-    caller has one; ``on_step``: told each step of a writing run (a line of text).
+    caller has one; ``on_step``: told each step of a writing run (a line of text); ``tag``: in
+    the scratch objects' names (default: a random one). A scratch name that is taken already
+    fails item 0 (or 4, for the role and credential), and that object is left as it was.
 
     Raises VerifyInterrupted (after removing the scratch objects) on SIGINT or SIGTERM, and the
     engine's errors when the cluster cannot be reached or refuses the credentials (401)."""
@@ -65,7 +68,7 @@ def verify(
         checks = [skipped(0, SCRATCH), *_checks(engine, settings, caps, None, None)]
     else:
         with interruptible():
-            checks = _writing(engine, settings, caps, on_step)
+            checks = _writing(engine, settings, caps, on_step, tag)
     return VerifyReport(
         url=engine.url,
         flavor=engine.flavor,
@@ -101,11 +104,11 @@ def _checks(
 
 
 def _writing(
-    engine: Engine, settings: Settings, caps: Capabilities, on_step: Step | None
+    engine: Engine, settings: Settings, caps: Capabilities, on_step: Step | None, tag: str | None
 ) -> list[Check]:
     """A writing run: the scratch objects, every item on them, their removal, then item 0."""
     who = caps.user or "these credentials"
-    with Scratch(engine, settings, on_step=on_step) as scratch:
+    with Scratch(engine, settings, tag=tag, on_step=on_step) as scratch:
         setup = _create(scratch, who)
         if setup is None:
             reader = _reader(scratch, caps, who)

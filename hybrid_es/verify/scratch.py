@@ -10,6 +10,10 @@ runs them all, newest first, with signals held (``interrupt.held``), on every wa
 ``with`` block: so nothing is left behind, even when a run is interrupted half-way through
 making something. A removal that finds nothing to remove is not a problem; one that fails is
 reported (``problems``), never hidden.
+
+A run removes only what it made: an object that exists already under a scratch name (a tag
+chosen again, a run killed before its clean-up) is neither used nor removed, and the run stops
+there with a ConfigurationError that names it (:func:`taken`).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import CHUNKS_TEMPLATE, load_templates, vector_field_problem
 from hybrid_es.cluster.trace_storage import missing_properties
-from hybrid_es.errors import EngineError
+from hybrid_es.errors import ConfigurationError, EngineError
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
@@ -102,17 +106,32 @@ class Scratch:
         """Register how to remove ``what``; call it before making ``what``."""
         self._undo.append((what, action))
 
-    def make(self, what: str, make: Callable[[], object], undo: Callable[[], None]) -> None:
-        """Make ``what`` with its removal registered first. When the cluster refuses it (an
-        answer with a 4xx status), nothing was made and the removal is dropped again; on no
-        answer (a timeout, an interruption) it stays, since the object may exist."""
+    def make(
+        self,
+        what: str,
+        make: Callable[[], object],
+        undo: Callable[[], None],
+        *,
+        exists: Callable[[], bool] | None = None,
+    ) -> None:
+        """Make ``what`` with its removal registered first. ``exists``, asked before anything
+        is registered, and a ``make`` that answers False (a create that found the name taken)
+        mean that ``what`` is not this run's: ConfigurationError (:func:`taken`), and it is
+        left alone. When the cluster refuses it (an answer with a 4xx status), nothing was made
+        and the removal is dropped again; on no answer (a timeout, an interruption) it stays,
+        since the object may exist (and ``exists`` said it did not a moment before)."""
+        if exists is not None and exists():
+            raise taken(what, self.tag)
         self.undo(what, undo)
         try:
-            make()
+            made = make()
         except EngineError as exc:
             if exc.status is not None and 400 <= exc.status < 500:
                 self._undo.remove((what, undo))
             raise
+        if made is False:
+            self._undo.remove((what, undo))
+            raise taken(what, self.tag)
         self.made.append(what)
 
     def create(self) -> None:
@@ -121,10 +140,14 @@ class Scratch:
         credentials may not (an AuthenticationError with status 403)."""
         for index, body in ((self.index, SINGLE_SHARD), (self.layout.corpus_state, None)):
             self._step(f"creating scratch index {index}")
+            # create_index answers False when the name is taken (the create is refused, never
+            # a reuse); asking first as well keeps a create that gets no answer from leaving a
+            # removal registered for an index that was there before the run.
             self.make(
                 f"index {index}",
                 functools.partial(self.engine.create_index, index, body),
                 functools.partial(self.engine.delete_index, index),
+                exists=functools.partial(self.engine.index_exists, index),
             )
         self.mapping_problems = self._mapping_problems()
         self._step(f"ingesting {len(self.corpus.documents)} scratch documents of two tenants")
@@ -217,6 +240,17 @@ class Scratch:
                     self.problems.append(f"{what}: {type(exc).__name__}: {str(exc)[:200]}")
             if self.made:
                 self._step("removed the scratch objects")
+
+
+def taken(what: str, tag: str) -> ConfigurationError:
+    """The error for a scratch object that exists already: not this run's, so neither used nor
+    removed. The message says it all (a report keeps only the message)."""
+    return ConfigurationError(
+        f"the scratch {what} exists already, so it was neither used nor removed (a run removes "
+        f"only what it made): choose another tag than {tag!r}, or remove it if an earlier run "
+        "left it",
+        hint="choose another tag (a run without one draws a random tag)",
+    )
 
 
 def describe(scratch: Scratch) -> list[str]:

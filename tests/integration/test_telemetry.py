@@ -171,6 +171,60 @@ def test_the_clients_spans_are_named_by_endpoint(es, deployment, settings, otel,
         assert word not in exported  # the client leaves bodies out by default
 
 
+def test_the_clients_spans_never_hold_a_body_even_when_the_variable_asks(
+    es,
+    deployment,  # noqa: F811
+    settings,
+    otel,
+    monkeypatch,
+):
+    """``OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_CAPTURE_SEARCH_QUERY=raw`` makes
+    elasticsearch-py put each search body in its span (``db.query.text``): the query text and
+    the policy filter, the caller's user id and groups among it. The clients hybrid-es builds
+    (blocking and async, and their ``.options()`` copies) leave it out; a client built
+    directly, with the same settings, shows what the variable does."""
+    if es.flavor != "elasticsearch":
+        pytest.skip("opensearch-py makes no OpenTelemetry spans of its own")
+    import asyncio
+
+    import elasticsearch._otel
+
+    from hybrid_es.cluster.client import BODY_CAPTURE_VARIABLE, es_client_kwargs
+    from hybrid_es.cluster.engine import as_engine, connect
+    from hybrid_es.retrieval.async_searcher import AsyncHybridSearcher
+
+    spans, _ = otel
+    monkeypatch.setattr(elasticsearch._otel, "_tracer", telemetry._tracer())
+    monkeypatch.setenv(BODY_CAPTURE_VARIABLE, "raw")
+    secret = (QUERY, "KYO-H12", "roll-in", AGENT.user_id, *AGENT.groups)
+
+    def exported() -> str:
+        client = [sp for sp in spans.get_finished_spans() if not sp.name.startswith("hybrid_es")]
+        assert any(sp.name == "msearch" for sp in client)
+        return json.dumps([dict(sp.attributes or {}) for sp in client], default=str)
+
+    def search(engine: Any) -> None:
+        spans.clear()
+        with traced_searcher(deployment, embedder=HashEmbedder(), client=engine, traces=False) as s:
+            assert s.search(QUERY, AGENT, STAY, now=NOW).hits
+
+    search(as_engine(elasticsearch.Elasticsearch(**es_client_kwargs(settings))))
+    assert all(word in exported() for word in secret)  # the variable at work
+
+    search(connect(settings))
+    assert not [word for word in secret if word in exported()]
+
+    spans.clear()
+    with traced_searcher(deployment, embedder=HashEmbedder(), client=es, traces=False) as s:
+
+        async def main() -> None:
+            async with AsyncHybridSearcher.from_searcher(s, deployment) as asearcher:
+                assert (await asearcher.search(QUERY, AGENT, STAY, now=NOW)).hits
+
+        asyncio.run(main())
+    assert not [word for word in secret if word in exported()]
+
+
 def test_each_ingest_batch_is_a_span_with_its_counts_and_timings(es, bootstrapped, otel):
     tag = uuid.uuid4().hex[:10]
     chunks, state = f"hybrid-es-chunks-test-otel-{tag}", f"hybrid-es-corpus-state-test-otel-{tag}"

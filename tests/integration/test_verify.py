@@ -246,3 +246,47 @@ def test_an_interrupted_run_leaves_no_scratch_object_behind(es, bootstrapped, ca
     assert proc.returncode == 128 + signum, text
     assert "interrupted" in text and "the scratch objects were removed" in text
     assert leftovers(es) == []
+
+
+def test_a_scratch_name_taken_before_the_run_is_neither_used_nor_deleted(
+    es, settings, bootstrapped
+):
+    """Before: the create found the index there, the run took it for its own, and the clean-up
+    deleted it with its documents."""
+    tag = f"taken{secrets.token_hex(3)}"
+    theirs = f"{settings.corpus_state_index}{INFIX}{tag}"
+    es.create_index(theirs)
+    try:
+        doc = {"tenant": "someone-else", "watermark": 7}
+        es.request("PUT", f"/{theirs}/_doc/theirs", params={"refresh": "true"}, body=doc)
+        report = verify(es, settings, write=True, tag=tag)
+        item0 = report.check(0)
+        assert item0.status == "fail" and theirs in item0.reason, item0
+        assert "exists already" in item0.reason and "choose another tag" in item0.reason
+        assert es.index_exists(theirs)
+        assert es.request("GET", f"/{theirs}/_doc/theirs")["_source"] == doc
+        assert leftovers(es) == [f"index {theirs}"]  # the run's own chunks index is gone
+    finally:
+        es.delete_index(theirs)
+
+
+def test_a_scratch_user_taken_before_the_run_is_neither_overwritten_nor_deleted(
+    es, settings, caps, bootstrapped
+):
+    """The scratch credential's name taken (OpenSearch's internal users: a PUT overwrites)."""
+    if es.flavor != "opensearch" or why_not(caps):
+        pytest.skip("needs a role store for the scratch credential (item 4): OpenSearch's")
+    tag = f"taken{secrets.token_hex(3)}"
+    who = f"hybrid-es{INFIX}{tag}"
+    body = {"password": f"Va-{secrets.token_hex(8)}-Aa1!", "attributes": {"owner": "someone"}}
+    es.request("PUT", f"{OS_API}/internalusers/{who}", body=body, what="a user of someone's")
+    try:
+        report = verify(es, settings, write=True, tag=tag)
+        item4 = report.check(4)
+        assert item4.status == "fail" and who in item4.reason and "exists already" in item4.reason
+        assert report.check(0).status == "pass"  # the indices were the run's, and removed
+        user = es.request("GET", f"{OS_API}/internalusers/{who}", what="reading the user")[who]
+        assert user["attributes"] == {"owner": "someone"}
+        assert leftovers(es) == [f"internalusers {who}"]
+    finally:
+        es.request("DELETE", f"{OS_API}/internalusers/{who}", what="removing the user")

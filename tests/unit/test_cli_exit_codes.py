@@ -133,3 +133,28 @@ def test_the_console_script_without_the_cli_extra_says_what_to_install(missing):
     assert out.returncode == ExitCode.CONFIG, out.stderr
     assert f"needs {missing}" in out.stderr and "pip install '.[cli]'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_header_value_outside_latin_1_exits_78_naming_the_header():
+    # Before: accepted by the settings, then a UnicodeEncodeError out of the first request,
+    # "unexpected error" with exit 76.
+    options = '{"headers": {"X-Hybrid-Es-Team": "\u00e9quipe \u20ac"}}'
+    out = _cli("capabilities", HYBRID_ES_CLIENT_OPTIONS=options)
+    assert out.returncode == ExitCode.CONFIG == 78, out.stderr
+    assert "X-Hybrid-Es-Team" in out.stderr and "Latin-1" in out.stderr
+    assert "Traceback" not in out.stderr and "UnicodeEncodeError" not in out.stderr
+
+
+def test_start_local_env_is_read_only_when_asked_for_and_never_with_your_credentials(tmp_path):
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"ES_LOCAL_URL={CLOSED}\nES_LOCAL_PASSWORD=from-the-file\n")
+    # The base environment holds a user and password: the file's URL is refused beside them.
+    out = _cli("--start-local-env", str(env_file), "capabilities", HYBRID_ES_URL="")
+    assert out.returncode == ExitCode.CONFIG == 78, out.stderr
+    assert "HYBRID_ES_PASSWORD" in out.stderr and "HYBRID_ES_START_LOCAL_ENV" in out.stderr
+    assert "not-used-here" not in out.stderr
+    # Without credentials of your own, the file's URL with its own (the closed port).
+    mine = {"HYBRID_ES_URL": "", "HYBRID_ES_USERNAME": "", "HYBRID_ES_PASSWORD": ""}
+    out = _cli("--start-local-env", str(env_file), "capabilities", **mine)
+    assert out.returncode == ExitCode.UNAVAILABLE == 69, out.stderr
+    assert CLOSED in out.stderr and "cannot reach" in out.stderr

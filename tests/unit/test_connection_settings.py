@@ -280,6 +280,32 @@ def test_client_options_outside_the_allowlist_are_refused_when_settings_are_read
     assert next(iter(options)) in info.value.message + (info.value.hint or "")
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("X-Hybrid-Es-Team", "\u00e9quipe \u20ac", "outside Latin-1"),  # the euro sign
+        ("X-Hybrid-Es-Team", "\u56e2\u961f", "outside Latin-1"),
+        ("X-Hybrid-Es-\u212aey", "search", "not a header name"),  # the Kelvin sign, K folded
+        ("X-Hybrid-Es-Te\u017fm", "search", "not a header name"),  # the long s, s folded
+        ("X-Hybrid-Es-Team:", "search", "not a header name"),
+        ("X-Hybrid-Es-Team", "a\nb", "control characters"),
+    ],
+    ids=["euro sign", "CJK", "Kelvin sign", "long s", "colon", "line feed"],
+)
+def test_a_header_http_cannot_carry_is_refused_when_settings_are_read(name, value, says):
+    """Before: a value outside Latin-1 (or a name whose letters fold into the namespace) passed,
+    and the client failed at the first request, an encoding error out of the connection."""
+    with pytest.raises(ConfigurationError) as info:
+        Settings(client_options=json.dumps({"headers": {name: value}}))
+    assert "HYBRID_ES_CLIENT_OPTIONS" in info.value.message and says in info.value.message
+    assert name in info.value.message and value not in info.value.message
+
+
+def test_a_latin_1_header_value_is_sent_as_it_is():
+    s = Settings(client_options={"headers": {"X-Hybrid-Es-Team": "\u00e9quipe caf\u00e9"}})
+    assert es_client_kwargs(s)["headers"]["x-hybrid-es-team"] == "\u00e9quipe caf\u00e9"
+
+
 def test_every_allowed_client_option_is_accepted_by_a_client():
     ok = {
         "request_timeout": 5,
@@ -350,43 +376,86 @@ def test_read_start_local_expands_the_port_and_names_the_elastic_user(tmp_path):
     }
 
 
-def test_start_local_is_read_when_no_url_is_set(tmp_path):
-    path = _start_local(tmp_path / "elastic-start-local")
+def test_start_local_is_read_when_asked_for(tmp_path, monkeypatch):
+    _start_local(tmp_path / "elastic-start-local")
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", "auto")
     s = Settings()
-    assert s.url == "http://localhost:9201" and s.start_local_env == path
+    assert s.url == "http://localhost:9201" and s.start_local_env == "auto"
     assert s.api_key is not None and s.api_key.get_secret_value() == "a2V5LWZyb20tZmlsZQ=="
     assert s.username == "elastic" and s.password is not None
     assert es_client_kwargs(s)["api_key"] == "a2V5LWZyb20tZmlsZQ=="  # the key wins
+    for name in ("HYBRID_ES_URL", "HYBRID_ES_USERNAME", "HYBRID_ES_PASSWORD"):
+        monkeypatch.setenv(name, "")  # set but empty: unset, the file's values as one
+    again = Settings()
+    assert (again.url, again.username, again.password) == (s.url, s.username, s.password)
 
 
-def test_a_dot_env_of_something_else_is_ignored(tmp_path):
+def test_a_dot_env_of_something_else_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", "auto")
     _start_local(tmp_path, "DATABASE_URL=postgres://x\n")
     s = Settings()
-    assert s.url == "http://127.0.0.1:9200" and s.start_local_env is None
+    assert s.url == "http://127.0.0.1:9200" and s.api_key is None
     _start_local(tmp_path / "elastic-start-local")
     assert Settings().url == "http://localhost:9201"  # the next place looked at
 
 
+@pytest.mark.parametrize("where", [".", "elastic-start-local"])
+@pytest.mark.parametrize(
+    "mine",
+    [
+        {"HYBRID_ES_PASSWORD": "mine", "HYBRID_ES_USERNAME": "reader"},
+        {"HYBRID_ES_PASSWORD": "mine"},
+        {"HYBRID_ES_API_KEY": "bXkta2V5"},
+        {"HYBRID_ES_BEARER_AUTH": "my-token"},
+        {},
+    ],
+    ids=["user and password", "password", "API key", "bearer token", "none"],
+)
+def test_a_dot_env_in_the_working_folder_never_redirects_the_users_credentials(
+    tmp_path, monkeypatch, where, mine
+):
+    """A checked-out folder whose .env names a URL of the attacker's: unasked, the file is not
+    read at all; asked for, it is never combined with the user's own credentials."""
+    _start_local(tmp_path / where)
+    for name, value in mine.items():
+        monkeypatch.setenv(name, value)
+    s = Settings()
+    assert s.url == "http://127.0.0.1:9200" and s.start_local_env is None
+    assert s.api_key is None or "HYBRID_ES_API_KEY" in mine
+    assert s.password is None or s.password.get_secret_value() == "mine"
+
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", "auto")
+    if not mine:
+        assert Settings().url == "http://localhost:9201"  # the file with its own credentials
+        return
+    with pytest.raises(ConfigurationError) as info:
+        Settings()
+    assert "HYBRID_ES_START_LOCAL_ENV" in info.value.message
+    assert next(n for n in mine if n != "HYBRID_ES_USERNAME") in info.value.message
+    assert "HYBRID_ES_URL" in (info.value.hint or "")
+    for secret in ("mine", "bXkta2V5", "my-token", "Pw-from-file"):
+        assert secret not in info.value.message + (info.value.hint or "")
+
+
 def test_explicit_settings_win_over_start_local(tmp_path, monkeypatch):
     _start_local(tmp_path / "elastic-start-local")
+    monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", "auto")
     monkeypatch.setenv("HYBRID_ES_URL", "http://other:9200")
     s = Settings()
     assert s.url == "http://other:9200" and s.api_key is None and s.password is None
-    monkeypatch.delenv("HYBRID_ES_URL")
-    monkeypatch.setenv("HYBRID_ES_USERNAME", "reader")
     monkeypatch.setenv("HYBRID_ES_PASSWORD", "mine")
-    s = Settings()
-    # The file's URL, but none of its credentials: its API key would override the user's.
-    assert s.url == "http://localhost:9201" and s.api_key is None
-    assert (s.username, s.password.get_secret_value() if s.password else None) == ("reader", "mine")
+    assert Settings().url == "http://other:9200"  # the user's URL with the user's password
+    monkeypatch.delenv("HYBRID_ES_URL")
     assert Settings(url="http://given:9200").url == "http://given:9200"
-    assert Settings(cloud_id=CLOUD_ID).start_local_env is None
+    assert Settings(cloud_id=CLOUD_ID).api_key is None
 
 
 def test_the_start_local_file_can_be_named_or_turned_off(tmp_path, monkeypatch):
     elsewhere = _start_local(tmp_path / "deploy" / "es")
     monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", str(elsewhere))
     assert Settings().url == "http://localhost:9201"
+    monkeypatch.delenv("HYBRID_ES_START_LOCAL_ENV")
+    assert Settings(start_local_env=elsewhere).url == "http://localhost:9201"  # a Path in code
     monkeypatch.setenv("HYBRID_ES_START_LOCAL_ENV", str(tmp_path / "missing.env"))
     with pytest.raises(ConfigurationError) as info:
         Settings()
@@ -398,11 +467,31 @@ def test_the_start_local_file_can_be_named_or_turned_off(tmp_path, monkeypatch):
 
 def test_settings_read_from_start_local_never_show_its_secrets(tmp_path):
     _start_local(tmp_path / "elastic-start-local")
-    shown = repr(Settings()) + str(Settings())
+    shown = repr(Settings(start_local_env="auto")) + str(Settings(start_local_env="auto"))
+    assert "localhost:9201" in shown
     assert "Pw-from-file" not in shown and "a2V5LWZyb20tZmlsZQ==" not in shown
 
 
 # -- the clients' keyword arguments -----------------------------------------------------------
+
+
+def test_the_clients_made_here_leave_bodies_out_of_spans(monkeypatch):
+    """The variable makes elasticsearch-py copy search bodies into its spans; the clients that
+    hybrid-es builds (and their ``.options()`` copies) keep them out, and are still taken for
+    elasticsearch-py's. On a real search: tests/integration/test_telemetry.py."""
+    from elasticsearch import Elasticsearch
+
+    from hybrid_es.cluster.client import BODY_CAPTURE_VARIABLE, SpanSafeAsyncElasticsearch
+    from hybrid_es.cluster.engine import ElasticsearchEngine, as_engine
+
+    monkeypatch.setenv(BODY_CAPTURE_VARIABLE, "raw")
+    assert Elasticsearch("http://127.0.0.1:9")._otel.body_strategy == "raw"  # the variable
+    client = make_client(Settings())
+    assert client._otel.body_strategy == "omit"
+    assert client.options(opaque_id="x")._otel.body_strategy == "omit"
+    assert isinstance(as_engine(client), ElasticsearchEngine)
+    aclient = SpanSafeAsyncElasticsearch("http://127.0.0.1:9")
+    assert aclient.options(opaque_id="x")._otel.body_strategy == "omit"
 
 
 def test_every_client_sends_the_hybrid_es_user_agent():

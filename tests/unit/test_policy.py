@@ -287,13 +287,16 @@ def test_booking_record_needs_its_booking_in_scope():
     assert _failed(authorize(AGENT, other, NOW, D3)) == ["booking"]
 
 
-def test_booking_match_is_case_insensitive():
-    # The booking_ids keyword field has a lowercase normalizer; the re-check must agree,
-    # whichever side carries the capitals.
+def test_booking_match_is_exact():
+    # Issue 36, item 7: the re-check lowercased both sides, so booking "jpn-2026-0417" reached
+    # the record of booking "JPN-2026-0417". Scope ids compare exactly, as the keyword field
+    # (no normalizer) does in the engine, whichever side carries the capitals.
+    assert authorize(AGENT, RequestScope(booking_ids=("JPN-2026-0417",)), NOW, D3).allowed
     scope = RequestScope(booking_ids=("jpn-2026-0417",))
-    assert authorize(AGENT, scope, NOW, D3).allowed
+    assert _failed(authorize(AGENT, scope, NOW, D3)) == ["booking"]
     lower = {**D3, "booking_ids": ["jpn-2026-0417"]}
-    assert authorize(AGENT, RequestScope(booking_ids=("JPN-2026-0417",)), NOW, lower).allowed
+    upper = RequestScope(booking_ids=("JPN-2026-0417",))
+    assert _failed(authorize(AGENT, upper, NOW, lower)) == ["booking"]
 
 
 def test_records_without_booking_stay_visible_in_a_booking_question():
@@ -306,9 +309,11 @@ def test_records_without_booking_stay_visible_in_a_booking_question():
 def test_property_and_source_type_scope():
     scope = STAY.model_copy(update={"property_ids": ("PROP-OSA-1",)})
     assert _failed(authorize(AGENT, scope, NOW, D1)) == ["property"]
-    # The property field has a lowercase normalizer, so the re-check ignores case too.
-    scope = STAY.model_copy(update={"property_ids": ("prop-kyo-12",)})
+    scope = STAY.model_copy(update={"property_ids": ("PROP-KYO-12",)})
     assert authorize(AGENT, scope, NOW, D1).allowed
+    # Exact, as the keyword field compares it (issue 36, item 7).
+    scope = STAY.model_copy(update={"property_ids": ("prop-kyo-12",)})
+    assert _failed(authorize(AGENT, scope, NOW, D1)) == ["property"]
     scope = STAY.model_copy(update={"source_types": ("review",)})
     assert _failed(authorize(AGENT, scope, NOW, D1)) == ["source-type"]
 
@@ -321,7 +326,7 @@ GROUPS = ["travel-agents", "finance", "*"]
 DAYS = [date(2025, 6, 1), date(2026, 3, 31), date(2026, 4, 1), date(2026, 4, 12), date(2027, 1, 1)]
 BOOKINGS = ["JPN-2026-0417", "jpn-2026-0417", "OTHER-1"]
 PROPERTIES = ["PROP-KYO-12", "prop-kyo-12", "PROP-OSA-1"]
-JURISDICTIONS = ["JP", "FR"]
+JURISDICTIONS = ["JP", "jp", "FR"]
 SOURCE_TYPES = ["contract", "review", "brochure"]
 NOWS = [datetime(2026, 3, 31, 23, 0, tzinfo=UTC), NOW, datetime(2026, 4, 12, 0, 0, tzinfo=UTC)]
 
@@ -386,9 +391,9 @@ def scopes(draw):
 
     return RequestScope(
         historical=draw(st.booleans()),
-        # Scope values in other cases than the records': both sides must ignore case.
-        booking_ids=scoped(["jpn-2026-0417", "OTHER-1"]),
-        property_ids=scoped(["prop-kyo-12", "PROP-OSA-1"]),
+        # Scope values in the records' case and in others: both sides compare exactly.
+        booking_ids=scoped(["jpn-2026-0417", "JPN-2026-0417", "OTHER-1"]),
+        property_ids=scoped(["prop-kyo-12", "PROP-KYO-12", "PROP-OSA-1"]),
         jurisdictions=scoped(JURISDICTIONS),
         source_types=scoped(SOURCE_TYPES),
         **kwargs,
@@ -410,7 +415,7 @@ def _midnight(text):
 
 
 def _overlaps(mine, wanted):
-    return {m.lower() for m in mine} & {w.lower() for w in wanted}
+    return set(mine) & set(wanted)
 
 
 def reference_allows(p: Principal, scope: RequestScope, now: datetime, src: dict) -> bool:

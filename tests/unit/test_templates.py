@@ -185,6 +185,14 @@ def test_recheck_and_index_agree_on_case(field, scope_key):
     assert recheck_ignores_case == index_ignores_case
 
 
+@pytest.mark.parametrize("field", ["booking_ids", "property_ids", "jurisdiction", "source_type"])
+def test_scope_fields_compare_exactly_in_the_index(field):
+    # Issue 36, item 7: the scope fields lowercased through the hes_id normalizer, so `terms`
+    # matched a booking id in any case; a scope decides what a caller reads, and the re-check
+    # (policy._scoped) compares exactly.
+    assert _chunk_properties()[field] == {"type": "keyword"}
+
+
 def test_dense_vector_has_384_dims_and_explicit_index_options():
     vectors = {n: p for n, p in _chunk_properties().items() if p["type"] == "dense_vector"}
     assert list(vectors) == ["embedding"]

@@ -132,6 +132,26 @@ KINDS: dict[str, Kind] = {
         {"parse_packet_id": parse_packet_id},
         overlong=lambda v: "c" * (MAX_ID_BYTES + 1) + v,
     ),
+    # Issue 36, item 7: scope ids took anything (a trailing newline, a NUL, a decomposed é),
+    # in the library, the CLI and the ingest alike.
+    "scope id": Kind(
+        _ids(),
+        {
+            "RequestScope(booking_ids=)": lambda v: RequestScope(booking_ids=(v,)),
+            "RequestScope(property_ids=)": lambda v: RequestScope(property_ids=(v,)),
+            "RequestScope(source_types=)": lambda v: RequestScope(source_types=(v,)),
+            "RequestScope(jurisdictions=)": lambda v: RequestScope(jurisdictions=(v,)),
+            "make_scope (CLI --booking)": lambda v: make_scope(booking=[v]),
+            "make_scope (CLI --property)": lambda v: make_scope(prop=[v]),
+            "make_scope (CLI --source-type)": lambda v: make_scope(source_type=[v]),
+            "make_scope (CLI --jurisdiction)": lambda v: make_scope(jurisdiction=[v]),
+            "Document(booking_ids=)": lambda v: _doc(booking_ids=(v,)),
+            "Document(property_ids=)": lambda v: _doc(property_ids=(v,)),
+            "Document(source_type=)": lambda v: _doc(source_type=v),
+            "Document(jurisdiction=)": lambda v: _doc(jurisdiction=v),
+        },
+        overlong=lambda v: v + "b" * (MAX_ID_BYTES + 1),
+    ),
     "date": Kind(
         st.dates(date(1900, 1, 1), date(2200, 12, 31)).map(date.isoformat),
         {
@@ -271,6 +291,24 @@ def test_ids_must_be_nfc_and_lookalikes_are_other_ids():
 def test_ids_refuse_line_breaks_nul_and_invisible_characters_by_code_point(value, why):
     with pytest.raises(ValueError, match=why.replace("+", r"\+")):
         check_id(value, "group or role")
+
+
+@pytest.mark.parametrize(
+    ("option", "kwarg"),
+    [
+        ("--booking", "booking"),
+        ("--property", "prop"),
+        ("--source-type", "source_type"),
+        ("--jurisdiction", "jurisdiction"),
+    ],
+)
+def test_a_bad_scope_id_is_a_usage_error_naming_its_option(option, kwarg):
+    with pytest.raises(typer.BadParameter) as info:
+        make_scope(**{kwarg: ["ok", "JPN-1\n"]})
+    assert info.value.param_hint == option
+    assert "without surrounding whitespace" in info.value.message
+    with pytest.raises(typer.BadParameter, match="not in Unicode NFC form"):
+        make_scope(**{kwarg: ["jose\u0301"]})
 
 
 @pytest.mark.parametrize(

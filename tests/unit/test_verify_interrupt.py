@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from hybrid_es.errors import EngineError
+from hybrid_es.errors import ConfigurationError, EngineError
 from hybrid_es.settings import Settings
 from hybrid_es.verify.interrupt import VerifyInterrupted, held, interruptible
 from hybrid_es.verify.scratch import INFIX, Scratch
@@ -24,14 +24,23 @@ class FakeEngine:
     flavor = "elasticsearch"
     url = "http://x"
 
-    def __init__(self, *, refuse_create: str = "", fail_delete: str = "") -> None:
+    def __init__(
+        self, *, refuse_create: str = "", fail_delete: str = "", existing: tuple[str, ...] = ()
+    ) -> None:
         self.made: list[str] = []
         self.deleted: list[str] = []
         self.refuse_create, self.fail_delete = refuse_create, fail_delete
+        self.existing = set(existing)
+        self.hidden: set[str] = set()  # exist, but not seen by index_exists (made meanwhile)
+
+    def index_exists(self, index):  # type: ignore[no-untyped-def]
+        return index in self.existing
 
     def create_index(self, index, body=None):  # type: ignore[no-untyped-def]
         if self.refuse_create and self.refuse_create in index:
             raise EngineError("refused", status=403)
+        if index in self.existing | self.hidden:
+            return False  # as calls.create_index answers resource_already_exists
         self.made.append(index)
         return True
 
@@ -77,6 +86,22 @@ def test_a_refused_object_is_not_removed_and_a_failed_removal_is_reported():
     assert engine.deleted == [] and calls == ["role r"]
     assert s.made == ["index hybrid-es-chunks-t-verify-t1-a"]
     assert s.problems == ["index hybrid-es-chunks-t-verify-t1-a: the cluster is read-only"]
+
+
+@pytest.mark.parametrize("seen_before", [True, False], ids=["seen before", "made meanwhile"])
+def test_an_index_that_exists_already_is_neither_used_nor_removed(seen_before):
+    """Before: create_index's False (the name taken) was taken for made, and the clean-up
+    deleted an index that was there before the run."""
+    theirs = "hybrid-es-corpus-state-verify-t1"
+    engine = FakeEngine(**({"existing": (theirs,)} if seen_before else {}))
+    engine.hidden = set() if seen_before else {theirs}
+    engine.get_mapping = lambda index: pytest.fail(f"the run went on, using {index}")  # type: ignore[method-assign]
+    with pytest.raises(ConfigurationError) as info, _scratch(engine) as s:
+        s.create()
+    assert theirs in info.value.message and "choose another tag" in info.value.message
+    assert engine.made == ["hybrid-es-chunks-t-verify-t1-a"]  # made before the collision
+    assert engine.deleted == ["hybrid-es-chunks-t-verify-t1-a"]  # only what it made
+    assert s.made == ["index hybrid-es-chunks-t-verify-t1-a"] and s.problems == []
 
 
 def test_an_object_whose_request_got_no_answer_is_removed():
