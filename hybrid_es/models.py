@@ -12,7 +12,14 @@ import unicodedata
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 FusionPath = Literal[
     "native-rrf", "native-linear", "client-rrf", "client-linear", "bm25-only", "dense-only"
@@ -36,6 +43,10 @@ MAX_ID_BYTES = 256
 version and chunk suffixes, a stored ``_id`` stays under Elasticsearch's 512 bytes."""
 OPERATOR_ROLE = "hybrid-es-operator"
 """A principal with this role may read every tenant's traces (operations staff, not end users)."""
+WRITER_ROLE = "hybrid-es-writer"
+"""A principal with this role is its tenant's writer (an ingest service identity): it may create,
+replace and delete any document of its tenant, with any ACL. Everyone else is a member and writes
+under the member's rule (``hybrid_es.ingest.authority``)."""
 
 _TENANT = re.compile(TENANT_PATTERN)
 _REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
@@ -138,6 +149,19 @@ class Principal(BaseModel):
     def is_operator(self) -> bool:
         return OPERATOR_ROLE in self.roles
 
+    @property
+    def is_writer(self) -> bool:
+        """Whether this principal holds its tenant's writer role (:data:`WRITER_ROLE`)."""
+        return WRITER_ROLE in self.roles
+
+
+_SCOPE_IDS = {
+    "booking_ids": "booking id",
+    "property_ids": "property id",
+    "source_types": "source type",
+    "jurisdictions": "jurisdiction",
+}
+
 
 class RequestScope(BaseModel):
     """What the question is about. Applicability rules read this, never the query text.
@@ -145,6 +169,11 @@ class RequestScope(BaseModel):
     ``as_of`` is a single date; ``stay_from``/``stay_to`` a date range (a stay). With neither, the
     question is about ``now``. ``historical`` admits superseded versions (change comparisons,
     "what did the old contract say").
+
+    Booking, property, source type and jurisdiction values are ids (:func:`check_id`) and are
+    compared exactly, code point by code point, with what a document stores: ``bk-1`` does not
+    reach a record of booking ``BK-1``. They decide which records a caller may read, so the
+    engine's clause and the Python re-check must not differ on what matches (``policy``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -157,6 +186,14 @@ class RequestScope(BaseModel):
     source_types: tuple[str, ...] = ()
     jurisdictions: tuple[str, ...] = ()
     historical: bool = False
+
+    @field_validator("booking_ids", "property_ids", "source_types", "jurisdictions")
+    @classmethod
+    def _scope_ids_ok(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        what = _SCOPE_IDS[info.field_name or ""]
+        for value in v:
+            check_id(value, what)
+        return v
 
     @model_validator(mode="after")
     def _check_dates(self) -> RequestScope:

@@ -22,8 +22,10 @@ leaves request bodies out of its spans):
   ``hybrid_es.search.refusals`` (counter, by ``reason``: a class of :mod:`hybrid_es.errors` or
   ``other``), ``hybrid_es.search.fallbacks`` (counter, by ``reason``: one of :data:`FALLBACKS`),
   ``hybrid_es.packet.duration`` (histogram, ms, by ``operation``),
-  ``hybrid_es.packet.verdicts`` (counter, by ``verdict``) and ``hybrid_es.traces.dropped``
-  (counter, by ``reason``: one of :data:`TRACE_DROP_REASONS`). Every attribute takes a bounded
+  ``hybrid_es.packet.verdicts`` (counter, by ``verdict``), ``hybrid_es.traces.dropped``
+  (counter, by ``reason``: one of :data:`TRACE_DROP_REASONS`) and ``hybrid_es.writes.refused``
+  (counter, by ``operation``, ``write`` or ``delete``, and ``reason``: one of
+  ``ingest.authority.REFUSALS``). Every attribute takes a bounded
   set of values, so no instrument grows with the traffic.
 
 A failing or slow backend: every call into OpenTelemetry here is guarded, so an exception in it
@@ -136,6 +138,10 @@ def _instruments() -> dict[str, Any]:
             ),
             "traces.dropped": meter.create_counter(
                 "hybrid_es.traces.dropped", description="traces lost by the writer, by reason"
+            ),
+            "writes.refused": meter.create_counter(
+                "hybrid_es.writes.refused",
+                description="writes and deletes refused by the tenant's write authority",
             ),
         }
     return _state.instruments
@@ -309,3 +315,22 @@ def record_trace_drops(n: int, reason: str) -> None:
         _instruments()["traces.dropped"].add(int(n), {"reason": label})
     except Exception as exc:
         _failed("trace metrics", exc)
+
+
+WRITE_OPERATIONS: Final = ("write", "delete")
+WRITE_REFUSALS: Final = ("hidden", "widens-acl")
+"""``ingest.authority.REFUSALS``, repeated here so that this module imports nothing of ingest."""
+
+
+def record_refused_write(operation: str, reason: str) -> None:
+    """One write or delete that the write authority refused (``ingest.authority``): counted for
+    operators, since the caller cannot tell a refused delete from one of a missing id. Never
+    raises."""
+    if not ENABLED:
+        return
+    try:
+        op = operation if operation in WRITE_OPERATIONS else "other"
+        label = reason if reason in WRITE_REFUSALS else "other"
+        _instruments()["writes.refused"].add(1, {"operation": op, "reason": label})
+    except Exception as exc:
+        _failed("write metrics", exc)

@@ -19,7 +19,7 @@ import pytest
 
 from hybrid_es.evaluation.metering import HashEmbedder as _HashEmbedder
 from hybrid_es.ingest.documents import Document
-from hybrid_es.models import Principal
+from hybrid_es.models import WRITER_ROLE, Principal
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -81,7 +81,7 @@ def travel_documents(*ids: str) -> list[Document]:
 
 def owner(tenant: str) -> Principal:
     """The writer principal of a tenant in tests (ingest takes the caller's principal)."""
-    return Principal(tenant=tenant, user_id="ingest")
+    return Principal(tenant=tenant, user_id="ingest", roles=(WRITER_ROLE,))
 
 
 def ingest_as_owners(ingestor, docs, **kwargs):  # type: ignore[no-untyped-def]

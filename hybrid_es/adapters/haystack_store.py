@@ -4,17 +4,23 @@ can be built from.
 
 ::
 
-    store = HybridEsDocumentStore(Principal(tenant="acme", user_id="indexer"), acl_groups=["*"])
+    store = HybridEsDocumentStore(acl_groups=["*"])
     indexing = Pipeline()
     indexing.add_component("writer", DocumentWriter(document_store=store))
-    indexing.run({"writer": {"documents": [Document(content="...", meta={"team": "ops"})]}})
+    with acting_as(Principal(tenant="acme", user_id="indexer", roles=(WRITER_ROLE,))):
+        indexing.run({"writer": {"documents": [Document(content="...", meta={"team": "ops"})]}})
 
-**One principal, one tenant.** Every operation runs as the principal given to the constructor
-(a service identity with ingest rights, from the application's authenticated context): writes go
-through :class:`~hybrid_es.ingest.indexer.Ingestor` into its tenant only, and reads through
-:meth:`HybridSearcher.records` see exactly what that principal may read now (the same policy
-filter as a search). Another tenant's document of the same id is another document: it is never
-listed, overwritten or deleted, and it looks exactly as an id that does not exist.
+**The caller is given at run time.** A store holds no principal of its own unless it is built
+with one in code: every operation acts as the caller of the enclosing
+:func:`~hybrid_es.adapters.acting.acting_as` block (or of the application's registered resolver),
+and is refused without one. A saved pipeline therefore holds nobody's identity, and loading it
+grants no one anyone's rights. Writes go through :class:`~hybrid_es.ingest.indexer.Ingestor`
+into the caller's tenant only, under the tenant's write authority (``ingest.authority``: the
+writer role writes any document; a member creates new ones and replaces or deletes only those
+it may read); reads through :meth:`HybridSearcher.records` see exactly what the caller may read
+now (the same policy filter as a search). Another tenant's document of the same id is another
+document: it is never listed, overwritten or deleted, and it looks exactly as an id that does not
+exist; so does a document of the tenant that the caller may not delete.
 
 **A Haystack Document is one record**: id = the Document's id, body = its ``content``, metadata
 = its ``meta``, ACL = the store's ``acl_users``/``acl_groups`` (None: the deployment's
@@ -26,20 +32,29 @@ Embeddings the caller computed are not stored: hybrid-es embeds every record wit
 (the index's), and a warning says how many were ignored. ``filter_documents`` returns
 ``embedding`` and ``score`` None.
 
-**Duplicates** (``write_documents(policy=...)``): ``NONE`` is ``FAIL``, as in Haystack's own
-stores; ``FAIL`` raises DuplicateDocumentError before anything is written; ``SKIP`` writes only
-new ids; ``OVERWRITE`` writes a new revision of an existing id (the Ingestor's correction; an
-unchanged one is left as it is). "Exists" means the store's principal can read it.
+**Counts and duplicates are the writer's view.** ``count_documents`` counts, and the duplicate
+policies check against, the live documents the caller may replace or delete: every live
+document of the tenant for its writer role, those whose ACL admits it for a member
+(``Ingestor.count_writable``). So an indexer counts what it wrote, whatever ACL it gave it.
+``filter_documents`` is a read: what the caller may read now. ``write_documents(policy=...)``:
+``NONE`` is ``FAIL``, as in Haystack's own stores; ``FAIL`` raises DuplicateDocumentError before
+anything is written; ``SKIP`` writes only new ids; ``OVERWRITE`` writes a new revision of an
+existing id (the Ingestor's correction, the earlier text kept as an audit copy; an unchanged one
+is left as it is). An id the caller may not replace is not a duplicate in its view: its write is
+refused and reported in the HaystackWriteError, with the others that failed.
 
 **Failures surface.** A Document that cannot be written (no text, metadata that cannot be stored,
 a value of the wrong type in a declared filterable field, an id hybrid-es refuses) is reported:
 the others are written, then :class:`HaystackWriteError` lists every failure with its reason.
 
-**Serialisation** (``to_dict``/``from_dict``, so ``Pipeline.dumps()``/``loads()``): the
-principal, the ACL and the :class:`~hybrid_es.settings.Settings` that build the searcher and
-ingestor, without credentials: those are Haystack ``Secret`` environment variable references
-(``HYBRID_ES_API_KEY``, ``HYBRID_ES_PASSWORD``, ``HYBRID_ES_BEARER_AUTH``,
-``HYBRID_ES_TRACE_HASH_KEY`` by default), never inline values.
+**Serialisation** (``to_dict``/``from_dict``, so ``Pipeline.dumps()``/``loads()``): the ACL
+and the :class:`~hybrid_es.settings.Settings` that build the searcher and ingestor, without any
+principal, credential or connection setting: the credentials and where to connect are Haystack
+``Secret`` environment variable references (``HYBRID_ES_URL``, ``HYBRID_ES_CLOUD_ID``,
+``HYBRID_ES_USERNAME``, ``HYBRID_ES_API_KEY``, ``HYBRID_ES_PASSWORD``,
+``HYBRID_ES_BEARER_AUTH``, ``HYBRID_ES_TRACE_HASH_KEY`` by default), read where the pipeline is
+loaded, never inline values. A principal found in a pipeline saved by an earlier release is
+dropped when it is loaded (with a warning).
 """
 
 from __future__ import annotations
@@ -55,6 +70,7 @@ from haystack.document_stores.types import DuplicatePolicy
 from haystack.utils import Secret, deserialize_secrets_inplace
 from pydantic import ValidationError
 
+from hybrid_es.adapters.acting import current_principal
 from hybrid_es.adapters.haystack_filters import check_haystack_filters
 from hybrid_es.adapters.provenance import NAMESPACE
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -63,7 +79,7 @@ from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
 from hybrid_es.models import Principal, Record
-from hybrid_es.retrieval.records import MAX_IDS, MAX_RECORDS
+from hybrid_es.retrieval.records import MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 
@@ -71,7 +87,14 @@ logger = logging.getLogger(__name__)
 
 CREDENTIALS = ("password", "api_key", "bearer_auth", "trace_hash_key")
 """The settings that are secrets: serialised as ``Secret`` references, never as values."""
-_NOT_SERIALISED = (*CREDENTIALS, "start_local_env")
+CONNECTION = ("url", "cloud_id", "username")
+"""Where to connect, and as whom: serialised as environment references too, so that a saved
+pipeline connects where its loader's environment says, with its loader's credentials."""
+REFERENCED = (*CONNECTION, *CREDENTIALS)
+"""Every setting a serialised component holds as a reference to its ``HYBRID_ES_*`` variable."""
+# Nor where start-local's .env is: a loaded pipeline must not read a file on the machine that
+# loads it (``auto``: whatever folder it runs in) unless that process asks itself.
+_NOT_SERIALISED = (*REFERENCED, "start_local_env")
 
 
 class HaystackWriteError(BulkIndexError, DocumentStoreError):
@@ -81,23 +104,16 @@ class HaystackWriteError(BulkIndexError, DocumentStoreError):
 
 
 def default_secrets() -> dict[str, Secret]:
-    """Each credential setting as a non-strict reference to its ``HYBRID_ES_*`` variable."""
+    """Each connection and credential setting (:data:`REFERENCED`) as a non-strict reference to
+    its ``HYBRID_ES_*`` variable."""
     return {
-        name: Secret.from_env_var(f"HYBRID_ES_{name.upper()}", strict=False) for name in CREDENTIALS
+        name: Secret.from_env_var(f"HYBRID_ES_{name.upper()}", strict=False) for name in REFERENCED
     }
 
 
 def settings_to_dict(settings: Settings) -> dict[str, Any]:
-    """The settings that differ from the defaults, JSON-ready, without any credential
-    (:data:`CREDENTIALS`). Raises ConfigurationError when the URL itself carries a user and
-    password (they would be written out)."""
-    if settings.url != settings.redacted_url():
-        raise ConfigurationError(
-            "HYBRID_ES_URL carries a user:password part, which a serialised pipeline would "
-            "write out in clear",
-            hint="set them in HYBRID_ES_USERNAME and HYBRID_ES_PASSWORD instead (the password "
-            "is serialised as a reference to its variable)",
-        )
+    """The settings that differ from the defaults, JSON-ready, without where to connect or any
+    credential (:data:`REFERENCED`: those are environment references)."""
     out = settings.model_dump(mode="json", exclude_defaults=True, exclude=set(_NOT_SERIALISED))
     if settings.filterable_fields:
         out["filterable_fields"] = ",".join(str(f) for f in settings.filterable_fields)
@@ -114,9 +130,10 @@ def build_settings(
         return spec
     values = dict(spec or {})
     for name, secret in secrets.items():
-        if name not in CREDENTIALS:
+        if name not in REFERENCED:
             raise ConfigurationError(
-                f"unknown secret {name!r}: the credentials are {', '.join(CREDENTIALS)}"
+                f"unknown secret {name!r}: the settings held as references are "
+                f"{', '.join(REFERENCED)}"
             )
         resolved = secret.resolve_value()
         if resolved is not None and name not in values:
@@ -130,20 +147,24 @@ def whole_document(doc: Document) -> list[Chunk]:
 
 
 class HybridEsDocumentStore:
-    """Haystack's ``DocumentStore`` protocol over hybrid-es, as ``principal`` (module docstring).
+    """Haystack's ``DocumentStore`` protocol over hybrid-es, for the caller (module docstring).
 
-    ``settings``: a :class:`~hybrid_es.settings.Settings`, a mapping of its fields (over the
-    environment's), or None (the environment's, ``HYBRID_ES_*``), read when the store is first
-    used. ``acl_users``/``acl_groups``: the ACL of every document it writes (None for both: the
-    deployment's default ACL; ``["*"]``: every user of the tenant). ``secrets``: the credentials
-    as Haystack ``Secret`` references (default: their ``HYBRID_ES_*`` variables).
+    ``principal``: the caller every operation acts as, for a store built in code for one caller;
+    None (the default, and always for a loaded store): the caller given at run time
+    (:func:`~hybrid_es.adapters.acting.acting_as`). ``settings``: a
+    :class:`~hybrid_es.settings.Settings`, a mapping of its fields (over the environment's), or
+    None (the environment's, ``HYBRID_ES_*``), read when the store is first used.
+    ``acl_users``/``acl_groups``: the ACL of every document it writes (None for both: the
+    deployment's default ACL; ``["*"]``: every user of the tenant). ``secrets``: where to connect
+    and the credentials, as Haystack ``Secret`` references (default: their ``HYBRID_ES_*``
+    variables, :data:`REFERENCED`).
     ``searcher``/``ingestor``: objects built by the caller instead (a store given them cannot be
     serialised).
     """
 
     def __init__(
         self,
-        principal: Principal | Mapping[str, Any],
+        principal: Principal | Mapping[str, Any] | None = None,
         *,
         settings: Settings | Mapping[str, Any] | None = None,
         acl_users: Sequence[str] | None = None,
@@ -152,8 +173,12 @@ class HybridEsDocumentStore:
         searcher: HybridSearcher | None = None,
         ingestor: Ingestor | None = None,
     ) -> None:
-        self.principal = (
-            principal if isinstance(principal, Principal) else Principal.model_validate(principal)
+        self.bound = (
+            None
+            if principal is None
+            else principal
+            if isinstance(principal, Principal)
+            else Principal.model_validate(principal)
         )
         self.settings_spec = settings
         self.acl_users = None if acl_users is None else tuple(acl_users)
@@ -170,6 +195,12 @@ class HybridEsDocumentStore:
         self._settings: Settings | None = settings if isinstance(settings, Settings) else None
 
     # -- what it is built from ----------------------------------------------------------------
+
+    @property
+    def principal(self) -> Principal:
+        """The caller this operation acts as: the one bound in code, else the run time's
+        (:func:`~hybrid_es.adapters.acting.current_principal`). PolicyViolationError without."""
+        return self.bound or current_principal("HybridEsDocumentStore")
 
     @property
     def settings(self) -> Settings:
@@ -217,8 +248,9 @@ class HybridEsDocumentStore:
         self._searcher = searcher
 
     def to_dict(self) -> dict[str, Any]:
-        """Haystack serialisation: principal, ACL, settings (no credentials) and the secrets'
-        references. Raises ConfigurationError for a store given searcher/ingestor objects."""
+        """Haystack serialisation: ACL, settings and the references to the connection and
+        credential variables; never a principal (not even a bound one). Raises
+        ConfigurationError for a store given searcher/ingestor objects."""
         if self._given:
             raise ConfigurationError(
                 "this HybridEsDocumentStore was given searcher and ingestor objects, which "
@@ -227,16 +259,16 @@ class HybridEsDocumentStore:
                 "to save it in a pipeline",
             )
         spec = self.settings_spec
-        inline = sorted(set(spec or {}) & set(CREDENTIALS)) if isinstance(spec, Mapping) else []
+        inline = sorted(set(spec or {}) & set(REFERENCED)) if isinstance(spec, Mapping) else []
         if inline:
             raise ConfigurationError(
                 f"the store's settings hold {', '.join(inline)}, which a serialised pipeline "
-                "would write out in clear",
-                hint="pass credentials as secrets={'password': Secret.from_env_var(...)}",
+                "would write out inline",
+                hint="set them in the HYBRID_ES_* environment where the pipeline runs, or pass "
+                "secrets={'password': Secret.from_env_var(...)}",
             )
         return default_to_dict(
             self,
-            principal=self.principal.model_dump(mode="json"),
             settings=settings_to_dict(spec) if isinstance(spec, Settings) else spec,
             acl_users=None if self.acl_users is None else list(self.acl_users),
             acl_groups=None if self.acl_groups is None else list(self.acl_groups),
@@ -247,6 +279,11 @@ class HybridEsDocumentStore:
     def from_dict(cls, data: dict[str, Any]) -> HybridEsDocumentStore:
         """The store :meth:`to_dict` describes (credentials read from their secrets)."""
         params = data.get("init_parameters", {})
+        if params.pop("principal", None) is not None:
+            logger.warning(
+                "ignored the principal saved in this pipeline (an earlier hybrid-es wrote it): "
+                "the store acts as the caller given at run time (acting_as)"
+            )
         secrets = dict(params.get("secrets") or {})
         deserialize_secrets_inplace(secrets, keys=list(secrets))
         params["secrets"] = secrets
@@ -255,8 +292,9 @@ class HybridEsDocumentStore:
     # -- the DocumentStore protocol -----------------------------------------------------------
 
     def count_documents(self) -> int:
-        """How many records the store's principal may read now."""
-        return self.searcher.count_records(self.principal)
+        """How many live documents the caller may replace or delete: the writer's view
+        (module docstring), so an indexer counts what it wrote whatever ACL it gave."""
+        return self.ingestor.count_writable(self.principal)
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[HaystackDocument]:
         """The documents the store's principal may read that match ``filters`` (a Haystack 2.x
@@ -280,19 +318,20 @@ class HybridEsDocumentStore:
             raise ValueError("write_documents takes a list of haystack Document objects")
         if policy == DuplicatePolicy.NONE:
             policy = DuplicatePolicy.FAIL
+        principal = self.principal
         chosen = _deduplicated(documents, policy)
         if policy != DuplicatePolicy.OVERWRITE:
-            existing = self._existing([d.id for d in chosen])
+            existing = self.ingestor.writable_ids(principal, [d.id for d in chosen])
             if existing and policy == DuplicatePolicy.FAIL:
                 raise DuplicateDocumentError(
                     f"{len(existing)} document(s) already exist: {', '.join(sorted(existing))}; "
                     "nothing was written (use DuplicatePolicy.OVERWRITE or SKIP)"
                 )
             chosen = [d for d in chosen if d.id not in existing]
-        docs, failed = self._converted(chosen)
+        docs, failed = self._converted(chosen, principal)
         written = len(docs)
         if docs:
-            report = self.ingestor.ingest(docs, self.principal, raise_on_error=False)
+            report = self.ingestor.ingest(docs, principal, raise_on_error=False)
             failed += report.failed_documents + report.failed
             written -= len({f.get("doc_id") for f in report.failed_documents})
         if failed:
@@ -305,24 +344,17 @@ class HybridEsDocumentStore:
         return written
 
     def delete_documents(self, document_ids: list[str]) -> None:
-        """Delete the store's principal's documents with these ids; an id that names no such
-        document (missing, or another tenant's) is passed over, as Haystack stores do."""
+        """Delete the caller's documents with these ids; an id that names no such document
+        (missing, another tenant's, or one the caller may not delete) is passed over, as
+        Haystack stores do."""
+        principal = self.principal
         for doc_id in dict.fromkeys(document_ids):
-            self.ingestor.delete_document(self.principal, doc_id)
+            self.ingestor.delete_document(principal, doc_id)
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _existing(self, ids: list[str]) -> set[str]:
-        """The ids among ``ids`` that name a document the store's principal can read."""
-        found: set[str] = set()
-        for start in range(0, len(ids), MAX_IDS):
-            batch = ids[start : start + MAX_IDS]
-            records = self.searcher.records(self.principal, doc_ids=batch, limit=MAX_RECORDS)
-            found.update(r.doc_id for r in records)
-        return found
-
     def _converted(
-        self, documents: list[HaystackDocument]
+        self, documents: list[HaystackDocument], principal: Principal
     ) -> tuple[list[Document], list[dict[str, Any]]]:
         """hybrid-es Documents for ``documents``, and the ones that cannot be (with why)."""
         docs: list[Document] = []
@@ -331,11 +363,9 @@ class HybridEsDocumentStore:
         for d in documents:
             carried += d.embedding is not None or d.sparse_embedding is not None
             try:
-                docs.append(self.as_record(d))
+                docs.append(self.as_record(d, principal))
             except (ValidationError, ValueError) as exc:
-                failed.append(
-                    {"doc_id": d.id, "tenant": self.principal.tenant, "reason": _why(exc)}
-                )
+                failed.append({"doc_id": d.id, "tenant": principal.tenant, "reason": _why(exc)})
         if carried:
             logger.warning(
                 "%d document(s) carried embeddings, which hybrid-es does not store: it embeds "
@@ -344,9 +374,10 @@ class HybridEsDocumentStore:
             )
         return docs, failed
 
-    def as_record(self, document: HaystackDocument) -> Document:
-        """The hybrid-es Document a Haystack Document is written as (this store's tenant and
-        ACL). Raises ValueError (a pydantic ValidationError) saying what cannot be written."""
+    def as_record(self, document: HaystackDocument, principal: Principal | None = None) -> Document:
+        """The hybrid-es Document a Haystack Document is written as (the caller's tenant, this
+        store's ACL). Raises ValueError (a pydantic ValidationError) saying what cannot be
+        written."""
         if not document.content or not document.content.strip():
             raise ValueError(
                 "it has no text content (hybrid-es indexes text; a blob or an embedding alone "
@@ -357,7 +388,7 @@ class HybridEsDocumentStore:
             acl = {"acl_users": self.acl_users or (), "acl_groups": self.acl_groups or ()}
         return Document(
             id=document.id,
-            tenant=self.principal.tenant,
+            tenant=(principal or self.principal).tenant,
             body=document.content,
             metadata=dict(document.meta),
             **acl,

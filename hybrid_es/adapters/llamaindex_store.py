@@ -18,8 +18,11 @@ its text, metadata its metadata plus ``ref_doc_id`` (its LlamaIndex document, wh
 The Ingestor still chunks that body at its own size (a node over the embedder's window is split
 rather than embedded cut short; one that fits stays one chunk), so a query returns *chunks*:
 node id ``<node id>::v<version>::c<number>``, the node id in ``metadata["hybrid_es"]["doc_id"]``,
-the LlamaIndex document as source node (``node.ref_doc_id``). ``add`` returns the node ids it
-was given; re-adding an unchanged node writes nothing, a changed one supersedes it.
+the LlamaIndex document as source node (``node.ref_doc_id``). A node is stored under a stable id
+(``llamaindex_nodes.stored_node_id``: its own unless LlamaIndex drew a random one, then derived
+from its document and place), which ``add`` returns; so the same ``IngestionPipeline`` run twice
+writes nothing the second time, a changed node replaces its earlier text (kept as an audit copy)
+and an unchanged one is skipped.
 ``delete(ref_doc_id)`` and a query's ``doc_ids`` find nodes by ``ref_doc_id``, so it must be
 declared filterable as a keyword (``HYBRID_ES_FILTERABLE_FIELDS=...,ref_doc_id:keyword``, then
 ``hybrid-es bootstrap``): checked when the store is built, and in the index's mapping before the
@@ -29,6 +32,8 @@ chunk id deletes its node).
 **Access.** A node's ACL is the store's ``acl_users`` and ``acl_groups`` and always the store's
 own user (it reads back what it writes). A node of another tenant, or one the principal may not
 read, is listed, fetched and deleted exactly as one that does not exist: nothing, no error.
+Writes follow the tenant's write authority (``ingest.authority``): a member adds new nodes and
+replaces only nodes it may read, without widening their ACL; the writer role writes any.
 ``clear()`` is refused: the index holds every writer's documents of the tenant, and the store
 cannot tell which are its own.
 
@@ -78,6 +83,7 @@ from hybrid_es.adapters.llamaindex_nodes import (
     narrowing,
     node_document,
     result_node,
+    stored_node_id,
     write_failures,
 )
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -204,7 +210,8 @@ class HybridEsVectorStore(BasePydanticVectorStore):
     # -- writes --------------------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
-        """Write ``nodes`` (one document each, module docstring); returns their node ids.
+        """Write ``nodes`` (one document each, module docstring); returns the ids they are
+        stored under (``llamaindex_nodes.stored_node_id``), in order.
 
         Every node that can be written is; then BulkIndexError lists each one that was not
         (``failed``: ``node_id``, ``reason``), if any. ModelError / ConfigurationError (a model
@@ -216,7 +223,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
             try:
                 docs.append(node_document(node, self._principal, self._acl_users, self._acl_groups))
             except ValidationError as exc:
-                failed.append({"node_id": node.node_id, "reason": validation_summary(exc)})
+                failed.append({"node_id": stored_node_id(node), "reason": validation_summary(exc)})
         if docs:
             report = self._ingestor.ingest(docs, self._principal, raise_on_error=False)
             failed += write_failures(report)
@@ -226,7 +233,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
                 "written; the others were",
                 failed=failed,
             )
-        return [node.node_id for node in nodes]
+        return [stored_node_id(node) for node in nodes]
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the LlamaIndex document ``ref_doc_id`` that this store's

@@ -46,8 +46,20 @@ Historical = Annotated[bool, typer.Option(help="Admit superseded versions.")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
+_command_line_settings: dict[str, Any] = {}
+"""Settings given by the root command's global options, over the environment's."""
+
+
+def given_on_command_line(**values: Any) -> None:
+    """Record the settings that the root command's global options give (None: not given);
+    :func:`settings` applies them over the environment's."""
+    _command_line_settings.clear()
+    _command_line_settings.update({k: v for k, v in values.items() if v is not None})
+
+
 def settings() -> Settings:
-    """The settings from the environment; a bad value is a ConfigurationError naming its
+    """The settings from the environment, and from the global options
+    (:func:`given_on_command_line`); a bad value is a ConfigurationError naming its
     variable. Library warnings (an unverified TLS connection, dropped traces) show on stderr."""
     from pydantic import ValidationError
 
@@ -55,7 +67,7 @@ def settings() -> Settings:
 
     _show_warnings()
     try:
-        s = Settings()
+        s = Settings(**_command_line_settings)
     except ValidationError as exc:
         raise configuration_error(exc) from None
     # Traces are on in the CLI unless HYBRID_ES_TRACES says otherwise (off in the library).
@@ -149,6 +161,8 @@ def make_scope(
     historical: bool = False,
 ) -> Any:
     """A RequestScope from CLI options; every mistake is a usage error naming its option."""
+    from pydantic import ValidationError
+
     from hybrid_es.models import RequestScope
 
     stay_from = stay_to = None
@@ -164,16 +178,28 @@ def make_scope(
     day = _date("--as-of", as_of) if as_of is not None else None
     if day and stay:
         raise bad("--as-of", "give either --as-of or --stay, not both")
-    return RequestScope(
-        as_of=day,
-        stay_from=stay_from,
-        stay_to=stay_to,
-        booking_ids=tuple(booking or ()),
-        property_ids=tuple(prop or ()),
-        source_types=tuple(source_type or ()),
-        jurisdictions=tuple(jurisdiction or ()),
-        historical=historical,
-    )
+    options = {
+        "booking_ids": "--booking",
+        "property_ids": "--property",
+        "source_types": "--source-type",
+        "jurisdictions": "--jurisdiction",
+    }
+    try:
+        return RequestScope(
+            as_of=day,
+            stay_from=stay_from,
+            stay_to=stay_to,
+            booking_ids=tuple(booking or ()),
+            property_ids=tuple(prop or ()),
+            source_types=tuple(source_type or ()),
+            jurisdictions=tuple(jurisdiction or ()),
+            historical=historical,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        message = str(err["msg"]).removeprefix("Value error, ")
+        raise bad(options.get(field, "--as-of"), message) from None
 
 
 def make_principal(
@@ -183,12 +209,14 @@ def make_principal(
     scope_version: str | None = None,
     *,
     operator: bool = False,
+    writer: bool = False,
 ) -> Any:
     """The caller's Principal from CLI options; an invalid value is a usage error naming the
-    option it came from. ``scope_version`` None derives it from the groups."""
+    option it came from. ``scope_version`` None derives it from the groups. ``operator`` and
+    ``writer`` give it the operator's and the tenant writer's role."""
     from pydantic import ValidationError
 
-    from hybrid_es.models import OPERATOR_ROLE, Principal
+    from hybrid_es.models import OPERATOR_ROLE, WRITER_ROLE, Principal
 
     options = {"tenant": "--tenant", "user_id": "--user", "groups": "--group"}
     try:
@@ -196,7 +224,7 @@ def make_principal(
             tenant=tenant,
             user_id=user,
             groups=tuple(groups or ()),
-            roles=(OPERATOR_ROLE,) if operator else (),
+            roles=(*((OPERATOR_ROLE,) if operator else ()), *((WRITER_ROLE,) if writer else ())),
             scope_version=scope_version or "",
         )
     except ValidationError as exc:

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hybrid_es.cli.common import (
+    Groups,
     User,
     add_row,
     bad,
@@ -83,6 +84,15 @@ def ingest(
         ),
     ],
     user: User = "cli",
+    group: Groups = None,
+    member: Annotated[
+        bool,
+        typer.Option(
+            "--member",
+            help="Write as a member of the tenant (--user, --group), not as its writer: only new "
+            "documents and documents the member may read, without widening their ACL.",
+        ),
+    ] = False,
     format: Annotated[str, typer.Option("--format", help="auto | jsonl | beir | folder")] = "auto",
     contextualizer: Annotated[
         str, typer.Option(help="extractive (offline) | anthropic (LLM) | none")
@@ -129,7 +139,9 @@ def ingest(
     from hybrid_es.ingest.run import PathIngest, ingest_path, with_suffixes
 
     s = settings()
-    principal = make_principal(tenant, user)
+    # The command line writes with the deployment's own cluster credentials: it is the tenant's
+    # writer (ingest.authority), unless --member asks for a member's rights.
+    principal = make_principal(tenant, user, group, writer=not member)
     acl_name = default_acl or s.default_acl
     if acl_name not in DEFAULT_ACLS:
         raise bad("--default-acl", f"must be none or everyone, not {acl_name!r}")

@@ -23,11 +23,11 @@ from hybrid_es.evaluation.reranker_train import Candidate
 from hybrid_es.ingest.beir import read_corpus
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Chunker, Ingestor, IngestReport
-from hybrid_es.models import EVERYONE, Principal, RequestScope
+from hybrid_es.models import EVERYONE, WRITER_ROLE, Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 
 EVAL_TENANT = "eval"
-EVAL_PRINCIPAL = Principal(tenant=EVAL_TENANT, user_id="eval")
+EVAL_PRINCIPAL = Principal(tenant=EVAL_TENANT, user_id="eval", roles=(WRITER_ROLE,))
 
 
 def collection_name(dataset: Path) -> str:

@@ -3,9 +3,10 @@
 deletes collected, with its context headers), and the batch as it is handed to the bulk writer
 (:class:`PreparedBatch`).
 
-A document is refused, and reported, when a filterable metadata value has the wrong type or the
-contextualizer failed on it; after :data:`MAX_CONSECUTIVE_DOCUMENT_FAILURES` such contextualizer
-failures in a row the service is taken to be down and the ingest stops.
+A document is refused, and reported, when its writer may not write it (``ingest.authority``), a
+filterable metadata value has the wrong type or the contextualizer failed on it; after
+:data:`MAX_CONSECUTIVE_DOCUMENT_FAILURES` such contextualizer failures in a row the service is
+taken to be down and the ingest stops.
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from hybrid_es import telemetry
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.errors import ConfigurationError, ModelError
+from hybrid_es.identity import SEPARATOR, chunk_id
+from hybrid_es.ingest.authority import refusal_message, write_verdict
 from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.contextual import Contextualizer, Header
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records, plan_document
 from hybrid_es.ingest.report import IngestReport
 from hybrid_es.metadata_fields import FilterableFields, filter_values
+from hybrid_es.models import Principal
 
 Chunker = Callable[[Document], list[Chunk]]
 
@@ -71,6 +76,20 @@ class BatchWork:
     supersede: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
+    replaced: dict[str, str] = field(default_factory=dict)
+    """Stored chunk id -> the chunk id replacing it: kept as audit copies before the batch is
+    sent (``plan.DocumentPlan.replaced``)."""
+
+    def drop(self, doc_ids: set[str]) -> None:
+        """Write nothing of the documents ``doc_ids`` (their earlier text could not be kept)."""
+
+        def of(cid: str) -> str:
+            return cid.split(SEPARATOR, 1)[0]
+
+        self.records = [r for r in self.records if r["doc_id"] not in doc_ids]
+        self.supersede = [(c, u) for c, u in self.supersede if of(c) not in doc_ids]
+        self.deletes = [c for c in self.deletes if of(c) not in doc_ids]
+        self.replaced = {c: n for c, n in self.replaced.items() if of(c) not in doc_ids}
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,8 @@ class FailureStreak:
 class Planning:
     """What planning a batch's documents needs from its ingest."""
 
+    principal: Principal
+    """The writer: what it may write is decided per document (``ingest.authority``)."""
     now: datetime
     embedder: Embedder
     chunker: Chunker
@@ -126,6 +147,18 @@ def plan_into(
     except ValueError as exc:
         report.failed_documents.append(
             {"doc_id": doc.id, "tenant": doc.tenant, "reason": f"{exc}; nothing was written"}
+        )
+        return
+    verdict = write_verdict(how.principal, doc, stored)
+    if not verdict.allowed:
+        report.refused += 1
+        telemetry.record_refused_write("write", verdict.reason)
+        report.failed_documents.append(
+            {
+                "doc_id": doc.id,
+                "tenant": doc.tenant,
+                "reason": refusal_message(how.principal, doc.id),
+            }
         )
         return
     chunks = how.chunker(doc)
@@ -158,6 +191,8 @@ def plan_into(
     work.supersede.extend(plan.supersede)
     work.deletes.extend(plan.deletes)
     work.changes.append(plan.change)
+    first = chunk_id(doc.id, doc.version, 0)
+    work.replaced.update((cid, first) for cid in plan.replaced)
     report.superseded += len(plan.supersede)
     report.removed_chunks += len(plan.deletes)
 

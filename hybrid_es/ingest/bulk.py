@@ -34,6 +34,21 @@ def index_actions(
     return actions
 
 
+def audit_actions(
+    copies: Iterable[dict[str, Any]], index: str, tenant: str
+) -> list[dict[str, Any]]:
+    """An index action per audit copy (``plan.audit_copy``), under the tenant's key."""
+    return [
+        {
+            "_op_type": "index",
+            "_index": index,
+            "_id": chunk_key(tenant, c["chunk_id"]),
+            "_source": c,
+        }
+        for c in copies
+    ]
+
+
 def retire_actions(
     supersede: Iterable[tuple[str, dict[str, Any]]],
     deletes: Iterable[str],

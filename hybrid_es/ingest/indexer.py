@@ -13,6 +13,14 @@ same hashes, header version and embedding model, and nothing else of that versio
 partly written document (an ingest killed mid-way, an item that failed) is written again in full,
 and a changed one regenerates all of its chunks and headers and removes the ones that vanished.
 
+Who may write what inside the tenant is one rule (``ingest.authority``): the tenant's writer role
+writes any document; a member creates new ones and replaces or deletes only those it may read,
+without widening their ACL. A refused document is reported and counted, never written; a
+refused delete does what a delete of a missing id does. Nothing is overwritten in place: the
+text a write replaces (a correction of the same version, or its vanished chunks) is first kept
+as an audit copy (``plan.audit_copy``: marked deleted, never searched), and a document whose
+copy could not be made is not written.
+
 A new version supersedes the old one (validity closed, ``superseded_by`` set) instead of
 overwriting it. The tenant's corpus watermark moves once per run that wrote something, after the
 index refresh (``hybrid_es.cluster.corpus_state`` explains the bracket that makes this crash-safe).
@@ -50,8 +58,14 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.cluster.retries import on_connection_failure
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import SAMPLE, Embedders
-from hybrid_es.errors import BulkIndexError, ConfigurationError, translate_es_error
-from hybrid_es.identity import chunk_id
+from hybrid_es.errors import (
+    BulkIndexError,
+    ConfigurationError,
+    IndexMissingError,
+    translate_es_error,
+)
+from hybrid_es.identity import SEPARATOR, chunk_id
+from hybrid_es.ingest.authority import delete_verdict, writable_clauses
 from hybrid_es.ingest.batch import (
     MAX_CONSECUTIVE_DOCUMENT_FAILURES,
     BatchWork,
@@ -62,11 +76,17 @@ from hybrid_es.ingest.batch import (
     batches,
     plan_into,
 )
-from hybrid_es.ingest.bulk import deleted_marks, index_actions, retire_actions, send_bulk
+from hybrid_es.ingest.bulk import (
+    audit_actions,
+    deleted_marks,
+    index_actions,
+    retire_actions,
+    send_bulk,
+)
 from hybrid_es.ingest.chunking import chunk_document, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
 from hybrid_es.ingest.documents import Document
-from hybrid_es.ingest.plan import build_chunk_records, plan_document
+from hybrid_es.ingest.plan import audit_copy, build_chunk_records, plan_document
 from hybrid_es.ingest.report import IngestReport, Laps, count_changes, report_counts
 from hybrid_es.ingest.stored import stored_chunks
 from hybrid_es.ingest.write_behind import WriteBehind
@@ -233,7 +253,7 @@ class Ingestor:
             self.corpus_state.repair(tenant)
         except Exception as exc:
             raise translate_es_error(exc, what=f"preparing {index}") from exc
-        run = _Run(self.corpus_state.begin(tenant), tenant, index, now, FailureStreak())
+        run = _Run(self.corpus_state.begin(tenant), principal, index, now, FailureStreak())
         settle = functools.partial(self._settle, report=report, run=run, progress=progress)
         with WriteBehind(self._send, settle, overlap=self.overlap_bulk) as writer:
             try:
@@ -304,7 +324,7 @@ class Ingestor:
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """The batch's bulk actions (new chunks with their vectors, then supersede updates and
         deletes) and its watermark changes."""
-        tenant, index = run.tenant, run.index
+        tenant, index = run.principal.tenant, run.index
         embedder = self.check_model(index, script_texts(batch))  # decided before the first write
         try:
             doc_ids = list(dict.fromkeys(d.id for d in batch))
@@ -313,6 +333,7 @@ class Ingestor:
             raise translate_es_error(exc, what="reading existing chunks") from exc
         laps.lap("read")
         how = Planning(
+            principal=run.principal,
             now=run.now,
             embedder=embedder,
             chunker=self.chunker_for(embedder),
@@ -324,6 +345,7 @@ class Ingestor:
         work = BatchWork()
         for doc in batch:
             plan_into(doc, existing.get(doc.id, []), how, report, work)
+        self._keep_replaced(index, tenant, work, report)
         laps.lap("plan")
         report.chunks += len(work.records)
         actions = []
@@ -333,6 +355,40 @@ class Ingestor:
             actions = index_actions(work.records, vectors, index, tenant)
         laps.lap("embed")
         return actions + retire_actions(work.supersede, work.deletes, index, tenant), work.changes
+
+    def _keep_replaced(
+        self, index: str, tenant: str, work: BatchWork, report: IngestReport
+    ) -> None:
+        """Copy every stored chunk that ``work`` replaces to its audit key (``plan.audit_copy``)
+        before anything of the batch is sent. A document any of whose copies failed is dropped
+        from the batch and reported: its stored text stays as it was."""
+        if not work.replaced:
+            return
+        body = tenant_body(
+            tenant,
+            {"terms": {"chunk_id": sorted(work.replaced)}},
+            _source={"excludes": ["embedding"]},
+        )
+        try:
+            sources = [h["_source"] for h in self._door.scan(index, body, tenant_policy(tenant))]
+            copies = [audit_copy(src, work.replaced[src["chunk_id"]]) for src in sources]
+            failed = send_bulk(self.client, audit_actions(copies, index, tenant))
+        except Exception as exc:
+            raise translate_es_error(exc, what="keeping replaced chunks for audit") from exc
+        report.audit_copies += len(copies) - len(failed)
+        why = {str(f["id"]).split(SEPARATOR, 1)[0]: f["reason"] for f in failed}
+        if not why:
+            return
+        work.drop(set(why))
+        for doc_id, reason in sorted(why.items()):
+            report.failed_documents.append(
+                {
+                    "doc_id": doc_id,
+                    "tenant": tenant,
+                    "reason": f"not written: its stored text could not be kept as an audit copy "
+                    f"({reason}); nothing of it was changed, ingest it again",
+                }
+            )
 
     def _send(self, batch: PreparedBatch) -> Sent:
         """One batch's bulk request (on the writer's thread): its failed items and its ms."""
@@ -364,7 +420,7 @@ class Ingestor:
                 if batch.changes and len(failed) < len(batch.actions):
                     run.change = batch.changes[-1]  # something was written: the watermark moves
                 if batch.changes:
-                    self.corpus_state.renew(run.tenant, run.run_id)
+                    self.corpus_state.renew(run.principal.tenant, run.run_id)
             finally:
                 wait_ms = round((time.perf_counter() - t) * 1000.0, 3)
                 sp.set(**{**batch.counts, "failed": len(failed)}, **batch.laps)
@@ -377,31 +433,39 @@ class Ingestor:
         try:
             if run.change is not None:
                 self._refresh(run.index)
-            report.watermarks[run.tenant] = self.corpus_state.finish(
-                run.tenant, run.run_id, run.change
+            report.watermarks[run.principal.tenant] = self.corpus_state.finish(
+                run.principal.tenant, run.run_id, run.change
             )
         except Exception as exc:
             # The marker stays; the next ingest's repair moves the watermark for this run.
             raise translate_es_error(exc, what="moving the corpus watermark") from exc
         if run.change is None:
-            report.watermarks.pop(run.tenant, None)
+            report.watermarks.pop(run.principal.tenant, None)
 
     def delete_document(self, principal: Principal, doc_id: str) -> int:
         """Mark every chunk of the caller's document ``doc_id`` deleted (kept for audit, filtered
         from search); returns how many. Another tenant's document of the same id is another
-        document: it is not touched, and one that does not exist gives 0."""
+        document: it is not touched, and one that does not exist gives 0. A document the caller
+        may not delete (``ingest.authority``: a member deletes only what it may read, every
+        version of it) gives 0 as well, exactly as a missing one; the refusal is counted in the
+        metric ``hybrid_es.writes.refused``."""
         tenant = principal.tenant
         index = self.index_for(principal)
-        body = tenant_body(tenant, {"term": {"doc_id": doc_id}}, _source=False)
+        fields = ["version", "acl_users", "acl_groups"]
+        body = tenant_body(tenant, {"term": {"doc_id": doc_id}}, _source=fields)
         try:
             self._refresh(index)
             self.corpus_state.repair(tenant)
-            keys = [h["_id"] for h in self._door.scan(index, body, tenant_policy(tenant))]
+            hits = list(self._door.scan(index, body, tenant_policy(tenant)))
         except Exception as exc:
             raise translate_es_error(exc, what="deleting a document") from exc
-        if not keys:
+        verdict = delete_verdict(principal, [h["_source"] for h in hits])
+        if not verdict.allowed:
+            if verdict.reason != "missing":
+                telemetry.record_refused_write("delete", verdict.reason)
             return 0
-        run = _Run(self.corpus_state.begin(tenant), tenant, index, datetime.now(UTC))
+        keys = [h["_id"] for h in hits]
+        run = _Run(self.corpus_state.begin(tenant), principal, index, datetime.now(UTC))
         report = IngestReport()
         try:
             actions = deleted_marks(keys, index)
@@ -417,6 +481,43 @@ class Ingestor:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
         return len(keys)
 
+    def writable_ids(self, principal: Principal, doc_ids: Sequence[str]) -> set[str]:
+        """Among ``doc_ids``, the live documents ``principal`` may replace or delete
+        (``authority.writable_clauses``): the writer's own view of what exists, which a store's
+        duplicate policy checks against."""
+        index = self.index_for(principal)
+        found: set[str] = set()
+        for at in range(0, len(doc_ids), 1000):
+            part = list(doc_ids[at : at + 1000])
+            body = tenant_body(
+                principal.tenant,
+                {"terms": {"doc_id": part}},
+                *writable_clauses(principal),
+                _source=["doc_id"],
+            )
+            try:
+                hits = self._door.scan(index, body, tenant_policy(principal.tenant))
+                found.update(h["_source"]["doc_id"] for h in hits)
+            except IndexMissingError:
+                return found  # a tenant that has written nothing yet holds nothing
+            except Exception as exc:
+                raise translate_es_error(exc, what="listing writable documents") from exc
+        return found
+
+    def count_writable(self, principal: Principal) -> int:
+        """How many live documents ``principal`` may replace or delete (each counted once, by
+        its first chunk): the writer's view of a tenant's size."""
+        index = self.index_for(principal)
+        query = tenant_body(
+            principal.tenant, {"term": {"chunk_no": 0}}, *writable_clauses(principal)
+        )
+        try:
+            return self._door.count(index, query["query"], tenant_policy(principal.tenant))
+        except IndexMissingError:
+            return 0
+        except Exception as exc:
+            raise translate_es_error(exc, what="counting writable documents") from exc
+
 
 def script_texts(docs: Iterable[Document]) -> list[str]:
     """What the scripts of documents are read from (``embedder_choice``)."""
@@ -425,11 +526,12 @@ def script_texts(docs: Iterable[Document]) -> list[str]:
 
 @dataclass
 class _Run:
-    """One bracketed writer run (see ``corpus_state``): its marker id, tenant, index, the time
-    its records are stamped with, the contextualizer's failure streak, and its last change."""
+    """One bracketed writer run (see ``corpus_state``): its marker id, writer (whose tenant it
+    writes), index, the time its records are stamped with, the contextualizer's failure streak,
+    and its last change."""
 
     run_id: str
-    tenant: str
+    principal: Principal
     index: str
     now: datetime
     streak: FailureStreak = field(default_factory=FailureStreak)

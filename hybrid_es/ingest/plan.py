@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from hybrid_es.identity import chunk_id
+from hybrid_es.identity import audit_chunk_id, audit_doc_id, chunk_id
 from hybrid_es.ingest.chunking import Chunk, chunk_document
 from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer, Header, made_by
 from hybrid_es.ingest.documents import Document
@@ -100,6 +100,20 @@ def build_chunk_records(
     return records
 
 
+def audit_copy(source: Mapping[str, Any], replaced_by: str) -> dict[str, Any]:
+    """The audit copy of a stored chunk that a write replaces (its ``_source`` as stored): the
+    same record under the audit ids (``identity.audit_chunk_id``), marked deleted (so no search,
+    listing or count ever shows it) and superseded by ``replaced_by``, the chunk id of the
+    text that replaces it; without its vector, which nothing searches. Pure."""
+    doc_hash = str(source.get("doc_hash") or "")
+    copy = {k: v for k, v in source.items() if k != "embedding"}
+    copy["doc_id"] = audit_doc_id(str(source["doc_id"]), doc_hash)
+    copy["chunk_id"] = audit_chunk_id(str(source["chunk_id"]), doc_hash)
+    copy["deleted"] = True
+    copy["superseded_by"] = replaced_by
+    return copy
+
+
 @dataclass(frozen=True)
 class DocumentPlan:
     """What an ingest does with one document, decided from what is stored. See plan_document."""
@@ -111,6 +125,10 @@ class DocumentPlan:
     deletes: tuple[str, ...] = ()
     supersede: tuple[tuple[str, dict[str, Any]], ...] = ()
     superseded_by: str | None = None
+    replaced: tuple[str, ...] = ()
+    """Stored chunks of the same version whose document text or policy fields this write
+    changes: each is kept as an audit copy (:func:`audit_copy`) before it is overwritten or
+    removed."""
 
 
 def plan_document(
@@ -178,4 +196,5 @@ def plan_document(
         deletes=deletes,
         supersede=tuple(updates),
         superseded_by=chunk_id(doc.id, newer[-1], 0) if newer else None,
+        replaced=tuple(sorted(c["chunk_id"] for c in same if c.get("doc_hash") != doc_hash)),
     )

@@ -23,6 +23,11 @@ class IngestReport:
     """Bulk items that failed: op, id, status, reason."""
     failed_documents: list[dict[str, Any]] = field(default_factory=list)
     """Documents not written at all: doc_id, tenant, reason."""
+    refused: int = 0
+    """Documents its writer may not write (``ingest.authority``); each is also in
+    ``failed_documents``."""
+    audit_copies: int = 0
+    """Replaced chunks kept as audit copies before their text was overwritten or removed."""
     default_acl: int = 0
     """Documents that named no ACL and got the ingest's default ACL."""
     watermarks: dict[str, int] = field(default_factory=dict)
@@ -47,6 +52,8 @@ def report_counts(report: IngestReport) -> dict[str, int]:
         "removed_chunks": report.removed_chunks,
         "failed": len(report.failed),
         "failed_documents": len(report.failed_documents),
+        "refused": report.refused,
+        "audit_copies": report.audit_copies,
     }
 
 

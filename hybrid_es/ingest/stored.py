@@ -23,8 +23,10 @@ STORED_FIELDS = (
     "tenant",
     "meta_filter",
     "deleted",
+    "acl_users",
+    "acl_groups",
 )
-"""The fields of a stored chunk that ``plan_document`` reads."""
+"""The fields of a stored chunk that ``plan_document`` and the write authority read."""
 
 
 @on_connection_failure

@@ -48,7 +48,7 @@ from hybrid_es.packets.metrics import PacketMetrics as PacketMetrics  # re-expor
 from hybrid_es.packets.metrics import spanned
 from hybrid_es.packets.observe import observe, observe_packet
 from hybrid_es.packets.render import Rendered, render
-from hybrid_es.packets.store import PacketStore, Stored
+from hybrid_es.packets.store import PacketStore, Stored, owner_secret
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -106,7 +106,8 @@ class PacketService:
         if tracer is not None and "on_event" not in kwargs:
             kwargs["on_event"] = tracer.packet_event
         kwargs.setdefault("ttl", timedelta(minutes=s.packet_ttl_minutes))
-        service = cls(searcher, store or PacketStore(searcher.client, s.packets_index), **kwargs)
+        store = store or PacketStore(searcher.client, s.packets_index, owner_secret=owner_secret(s))
+        service = cls(searcher, store, **kwargs)
         service._owns_searcher = owned
         return service
 
@@ -321,8 +322,11 @@ class PacketService:
     def _passages(self, manifest: Manifest, principal: Principal, now: datetime) -> dict[str, str]:
         policy = policy_filter(principal, manifest.query_scope.scope, now)
         keys = [chunk_key(principal.tenant, m.chunk_id) for m in manifest.members]
+        index = self.searcher.index_for(principal)
+        # The same check as every search: a wrongly mapped index is refused, never read.
+        self.searcher.checks.check_policy_fields(self.searcher.client, index)
         resp = self.searcher.door.search(
-            self.searcher.index_for(principal),
+            index,
             {
                 "size": len(keys),
                 "query": {"bool": {"filter": [{"ids": {"values": keys}}, policy]}},

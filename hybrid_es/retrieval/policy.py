@@ -12,7 +12,7 @@ so the filter in every request (and the golden bodies that pin it) would change 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -50,10 +50,6 @@ def _iso(d: date | datetime) -> str:
     return _as_datetime(d).isoformat()  # type: ignore[union-attr]
 
 
-def _lower_set(values: Iterable[Any]) -> set[str]:
-    return {str(v).lower() for v in values}
-
-
 def _listify(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -65,13 +61,18 @@ def _missing(field: str) -> dict[str, Any]:
 
 
 def _scoped(field: str, allowed: tuple[str, ...], label: str) -> Rule:
-    """Records scoped by ``field`` must match ``allowed``; unscoped records are general."""
+    """Records scoped by ``field`` must match ``allowed``; unscoped records are general.
+
+    Values compare exactly, in the clause and in the check alike: ``field`` is a keyword without
+    a normalizer (``es_templates/index/hybrid-es-chunks.json``), so ``terms`` matches the stored
+    code points, as ``set`` intersection does here. A case-folding side on either one would let
+    the two disagree about which records a caller may read."""
 
     def check(src: Source) -> RuleOutcome:
-        have = _lower_set(_listify(src.get(field)))
+        have = {str(v) for v in _listify(src.get(field))}
         if not have:
             return RuleOutcome(rule=label, passed=True, detail=f"{label}: not {label}-specific")
-        ok = bool(have & _lower_set(allowed))
+        ok = bool(have & set(allowed))
         return RuleOutcome(rule=label, passed=ok, detail=f"{label} {sorted(have)}")
 
     clause = {
@@ -118,6 +119,19 @@ def _acl(principal: Principal) -> Rule:
         }
     }
     return Rule("acl", [clause], [], check)
+
+
+def acl_clause(principal: Principal) -> dict[str, Any]:
+    """The engine clause of the ACL rule alone (the one :func:`rules` puts in every policy)."""
+    return _acl(principal).filter[0]
+
+
+def acl_admits(principal: Principal, source: Source) -> bool:
+    """Whether ``source``'s ACL lets ``principal`` read it: the search's own ACL rule (its user
+    listed, or one of its groups, ``*`` meaning every user of the tenant), nothing else. The
+    write authority (``ingest.authority``) asks this, so who may replace a record and who may
+    read it cannot drift apart."""
+    return _acl(principal).check(source).passed
 
 
 def _not_deleted() -> Rule:

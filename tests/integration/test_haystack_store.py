@@ -22,16 +22,19 @@ pytest.importorskip("haystack", reason="the adapters extra is not installed (hay
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
 from haystack.core.errors import DeserializationError
+from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy, FilterPolicy
 
+from hybrid_es.adapters.acting import acting_as, set_principal_resolver
 from hybrid_es.adapters.haystack import HybridEsRetriever
 from hybrid_es.adapters.haystack_filters import HaystackFilterError
 from hybrid_es.adapters.haystack_store import (
     HaystackWriteError,
     HybridEsDocumentStore,
 )
+from hybrid_es.errors import PolicyViolationError
 from hybrid_es.metadata_fields import parse_filterable_fields
-from hybrid_es.models import Principal
+from hybrid_es.models import WRITER_ROLE, Principal
 from hybrid_es.settings import Settings
 from tests.integration.test_filters import map_filter_fields
 from tests.integration.test_haystack_conformance import make_store
@@ -187,6 +190,13 @@ def test_a_pipeline_survives_its_yaml_round_trip(es, scratch, settings):
         if secret is not None:
             assert secret.get_secret_value() not in text
     assert "HYBRID_ES_PASSWORD" in text and chunks in text
+    # No identity is saved: not the writer's (tenant, user), not where to connect or as whom.
+    assert "HYBRID_ES_URL" in text and "HYBRID_ES_USERNAME" in text
+    for held in (WRITER_A.tenant, WRITER_A.user_id, WRITER_A.scope_version, "principal"):
+        assert held not in text
+    for connection in (settings.url, settings.username):
+        if connection and connection not in (chunks, state):
+            assert f": {connection}" not in text and f"'{connection}'" not in text
     # Haystack loads classes from trusted modules only: the application names ours.
     loaded = Pipeline.loads(text, allowed_modules=["hybrid_es.adapters"])
     query = {"retriever": {"query": "who restarts payments", "principal": READER_A}}
@@ -196,6 +206,46 @@ def test_a_pipeline_survives_its_yaml_round_trip(es, scratch, settings):
     assert loaded.dumps() == text
     with pytest.raises(DeserializationError, match="trusted-module allowlist"):
         Pipeline.loads(text)
+
+
+def test_a_loaded_store_acts_only_as_the_principal_given_at_run_time(es, scratch):
+    chunks, state = scratch
+    spec = {"chunks_index": chunks, "corpus_state_index": state, "tenancy": "shared",
+            "filterable_fields": FIELDS}  # fmt: skip
+    saved = HybridEsDocumentStore(WRITER_A, settings=Settings(**spec), acl_groups=["*"]).to_dict()
+    # A pipeline saved by an earlier release held the saver's principal: loading ignores it.
+    saved["init_parameters"]["principal"] = WRITER_A.model_dump(mode="json")
+    store = HybridEsDocumentStore.from_dict(saved)
+    with pytest.raises(PolicyViolationError, match="no principal"):
+        store.write_documents(DOCS[:1])
+    with pytest.raises(PolicyViolationError, match="no principal"):
+        store.count_documents()
+    with acting_as(WRITER_A):
+        assert store.write_documents(DOCS[:1]) == 1
+    with acting_as(WRITER_B):  # another caller, another tenant: none of the first's
+        assert store.count_documents() == 0 and store.filter_documents() == []
+    set_principal_resolver(lambda: READER_A)
+    try:
+        assert [d.id for d in store.filter_documents()] == [DOCS[0].id]
+    finally:
+        set_principal_resolver(None)
+
+
+def test_an_indexer_counts_what_it_wrote_whatever_acl_it_gave(es, scratch):
+    chunks, state = scratch
+    indexer = Principal(tenant="hs-a", user_id="indexer", roles=(WRITER_ROLE,))
+    store = make_store(es, chunks, state, indexer, FIELDS)
+    store.acl_groups = ("managers",)  # documents the indexer itself may not read
+    assert store.write_documents(DOCS) == 3
+    assert store.count_documents() == 3 and store.filter_documents() == []
+    with pytest.raises(DuplicateDocumentError):
+        store.write_documents(DOCS[:1], DuplicatePolicy.FAIL)
+    assert store.write_documents(DOCS, DuplicatePolicy.SKIP) == 0
+    assert store.write_documents(DOCS, DuplicatePolicy.OVERWRITE) == 3  # unchanged: skipped
+    assert store.count_documents() == 3
+    # A reader in the ACL reads them; the indexer's count is its own view, not a reader's.
+    manager = Principal(tenant="hs-a", user_id="mia", groups=("managers",))
+    assert store.searcher.count_records(manager) == 3
 
 
 def test_the_example_program_runs(es, caps, settings, bootstrapped):

@@ -41,6 +41,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from hybrid_es.adapters.llamaindex_filters import LlamaIndexFilterError
+from hybrid_es.adapters.llamaindex_nodes import stored_node_id
 from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore, StoreEmbedding
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -54,6 +55,7 @@ from hybrid_es.errors import (
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import Principal
+from hybrid_es.retrieval.door import control_reads
 from hybrid_es.retrieval.searcher import HybridSearcher
 from tests.conftest import HashEmbedder
 from tests.integration.test_filters import map_filter_fields
@@ -222,6 +224,42 @@ def test_an_ingestion_pipeline_writes_into_the_store_and_upserts_by_ref_doc_id(e
     by_rates = MetadataFilters(filters=[MetadataFilter(key="ref_doc_id", value="rates")])
     texts = [n.get_content() for n in store.get_nodes(filters=by_rates)]
     assert texts == [changed.text]
+
+
+def test_the_same_ingestion_pipeline_run_twice_writes_nothing_the_second_time(es, indices):
+    """LlamaIndex's splitter draws a random id for every node on every run; the store keys each
+    node by its document and place instead, so a second run finds every node stored."""
+    store = make_store(es, indices, WRITER_A)
+
+    def run() -> list[str]:
+        pipeline = IngestionPipeline(
+            transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0), StoreEmbedding()],
+            vector_store=store,
+        )
+        pipeline.run(documents=documents())
+        es.refresh(indices[0])
+        with control_reads("every stored record of the test's index, audit copies included"):
+            hits = es.search(indices[0], {"size": 100, "_source": ["chunk_id", "ingested_at"]})
+        return sorted(
+            f"{h['_source']['chunk_id']}@{h['_source']['ingested_at']}"
+            for h in hits["hits"]["hits"]
+        )
+
+    first = run()
+    assert len(first) == len(DOCS)
+    assert run() == first  # the same records, none written again (their ingest times unchanged)
+    assert ref_docs(store) == set(DOCS)
+
+
+def test_a_node_given_an_id_keeps_it_and_a_random_one_is_derived():
+    doc = LlamaDocument(text="One. Two.", doc_id="handbook")
+    (a,) = SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents([doc])
+    (b,) = SentenceSplitter(chunk_size=64, chunk_overlap=0).get_nodes_from_documents([doc])
+    assert a.node_id != b.node_id  # LlamaIndex's own ids: random
+    assert stored_node_id(a) == stored_node_id(b) != a.node_id
+    assert stored_node_id(TextNode(id_="faq-12", text="x")) == "faq-12"
+    loose = [TextNode(text="the same text") for _ in range(2)]  # no document, random ids
+    assert stored_node_id(loose[0]) == stored_node_id(loose[1])
 
 
 def test_delete_by_ref_doc_id_and_get_nodes(store_a):

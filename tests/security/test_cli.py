@@ -158,6 +158,29 @@ def test_ingest_as_another_tenant_cannot_write_demo_as_records(cli_world, es, tm
     assert kept is not None and "31,500" in kept["_source"]["raw_chunk_text"]
 
 
+def test_ingest_as_a_member_cannot_replace_what_it_may_not_read(cli_world, es, tmp_path: Path):
+    w = cli_world["world"]
+    before = w.state.read("demo-A")
+    path = tmp_path / "attack.jsonl"
+    attack = {"id": "D1-current-contract", "tenant": "demo-A", "version": 3,
+              "body": "The April rate is JPY 1.", "acl_groups": ["*"]}  # fmt: skip
+    path.write_text(json.dumps(attack) + "\n", encoding="utf-8")
+    out = _cli(cli_world, "ingest", str(path), *AS_GUEST, "--member", "--json")
+    assert out.returncode == 1, out.stderr
+    report = json.loads(out.stdout)
+    assert report["refused"] == 1 and report["chunks"] == 0
+    (failure,) = report["failures"]
+    assert failure["reason"].startswith("not written: 'guest' may not write document")
+    # It names the id the member gave, and nothing of the record stored under it.
+    for stored in ("31,500", "manager", "travel-agents", "v3"):
+        assert stored not in out.stdout + out.stderr
+    assert w.state.read("demo-A") == before
+    kept = es.get(
+        w.layout.chunks_for("demo-A"), chunk_key("demo-A", "D1-current-contract::v3::c0000")
+    )
+    assert kept is not None and "31,500" in kept["_source"]["raw_chunk_text"]
+
+
 def test_traces_and_packet_stats_show_an_attacker_only_their_own(cli_world):
     for who in (AS_B[:4], AS_GUEST):  # traces are read by tenant and user (no groups)
         tail = _cli(cli_world, "traces", "tail", *who, "--json")
@@ -174,3 +197,33 @@ def test_traces_and_packet_stats_show_an_attacker_only_their_own(cli_world):
     trace_id = mine["trace"]["id"]
     shown = _cli(cli_world, "traces", "show", trace_id, *AS_B[:4])
     assert shown.returncode == 66 and f"no trace '{trace_id}'" in _clean(shown)
+
+
+def test_a_packet_id_is_keyed_by_the_deployment_secret_in_every_process(cli_world, es):
+    # Issue 36, item 7: the owner digest in a packet _id was an unkeyed SHA-256 of the user id,
+    # so whoever saw the _id could confirm a guessed user. With the deployment's secret set,
+    # `packet build` and `packet show` (two processes) agree on a keyed _id; without the secret,
+    # or with another, the packet is not found (old packets are rebuilt after a key change).
+    from hybrid_es.identity import packet_key
+
+    secret = f"sec-cli-{uuid.uuid4().hex}"
+    keyed = {**cli_world, "env": {**cli_world["env"], "HYBRID_ES_TRACE_HASH_KEY": secret}}
+    unkeyed = {
+        **cli_world,
+        "env": {k: v for k, v in cli_world["env"].items() if k != "HYBRID_ES_TRACE_HASH_KEY"},
+    }
+    who = ("--tenant", "demo-B", "--user", "keyed-agent", "--group", "travel-agents")
+    case = f"KEYED-{uuid.uuid4().hex[:8]}"
+    built = _cli(keyed, "packet", "build", case, "--query", QUERY, *who, *STAY[:2], "--json")
+    assert built.returncode == 0, built.stderr
+    pid = json.loads(built.stdout)["manifest"]["packet_id"]
+    shown = _cli(keyed, "packet", "show", pid, *who, "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["manifest"]["packet_id"] == pid
+    packets = cli_world["world"].layout.packets
+    assert es.get(packets, packet_key("demo-B", "keyed-agent", pid, secret.encode())) is not None
+    # The _id anyone could compute from a guessed user id holds nothing.
+    assert es.get(packets, packet_key("demo-B", "keyed-agent", pid)) is None
+    for ctx in (unkeyed, {**keyed, "env": {**keyed["env"], "HYBRID_ES_TRACE_HASH_KEY": "other"}}):
+        out = _cli(ctx, "packet", "show", pid, *who)
+        assert out.returncode == 66 and f"no packet '{pid}'" in out.stdout + out.stderr

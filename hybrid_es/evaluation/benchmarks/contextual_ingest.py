@@ -20,10 +20,10 @@ from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.contextual import Contextualizer, ContextUsage, Header
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
-from hybrid_es.models import EVERYONE, Principal
+from hybrid_es.models import EVERYONE, WRITER_ROLE, Principal
 
 TENANT = "bench-cc"
-PRINCIPAL = Principal(tenant=TENANT, user_id="bench")
+PRINCIPAL = Principal(tenant=TENANT, user_id="bench", roles=(WRITER_ROLE,))
 
 
 class CountingContextualizer:

@@ -35,10 +35,10 @@ from hybrid_es.ingest.contextual import ContextUsage, ExtractiveContextualizer
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Chunker, Ingestor
 from hybrid_es.ingest.plan import build_chunk_records
-from hybrid_es.models import EVERYONE, Principal
+from hybrid_es.models import EVERYONE, WRITER_ROLE, Principal
 
 TENANT = "bench-ingest"
-PRINCIPAL = Principal(tenant=TENANT, user_id="bench")
+PRINCIPAL = Principal(tenant=TENANT, user_id="bench", roles=(WRITER_ROLE,))
 VARIANTS = ("encoder", "ingest, overlap", "ingest, no overlap")
 
 

@@ -22,12 +22,12 @@ from hybrid_es.evaluation.benchmarks.search_timing import TimedCorpusState, Took
 from hybrid_es.evaluation.metering import MeteredEmbedder
 from hybrid_es.ingest.beir import CorpusReport, read_corpus, read_queries
 from hybrid_es.ingest.indexer import Ingestor, IngestReport
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import WRITER_ROLE, Principal, RequestScope
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 
 TENANT = "bench"
-PRINCIPAL = Principal(tenant=TENANT, user_id="bench")
+PRINCIPAL = Principal(tenant=TENANT, user_id="bench", roles=(WRITER_ROLE,))
 
 if TYPE_CHECKING:
     from rich.console import Console
