@@ -8,7 +8,7 @@ Ingests the collection for the evaluation tenant (skipped when the index holds i
 then alternates rounds of the two paths over the collection's questions, the query-vector cache
 off (each search embeds its question) and no reranking. Prints p50/p95 latency (of one search
 with the others in flight) and searches/s, per round and over all rounds
-(hybrid_es/evaluation/concurrency.py).
+(benchmarks/concurrency.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import bench_client, bench_embedder, machine, print_rows
+from benchmarks.bench import bench_client, bench_embedder, machine, print_rows
+from benchmarks.concurrency import Round, async_round, thread_round
 from hybrid_es.evaluation.collection import EVAL_PRINCIPAL, default_index, ingest_collection
-from hybrid_es.evaluation.concurrency import Round, async_round, thread_round
 from hybrid_es.ingest.beir import read_queries
 from hybrid_es.retrieval.async_searcher import AsyncHybridSearcher
 from hybrid_es.settings import Settings

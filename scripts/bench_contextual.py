@@ -41,7 +41,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from hybrid_es.evaluation.benchmarks.contextual_run import ContextualOptions, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.contextual_run import ContextualOptions, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASETS = (REPO_ROOT / ".." / "shared" / "datasets").resolve()

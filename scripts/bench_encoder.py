@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """MiniLM's runtimes side by side: query time on one thread, passages per second in the ingest's
-batches, and each vector's cosine to torch's (hybrid_es/evaluation/benchmarks/encoder.py says how
+batches, and each vector's cosine to torch's (benchmarks/encoder.py says how
 the runs interleave).
 
     python scripts/bench_encoder.py ../shared/datasets/scifact --questions 300 --passages 640
@@ -16,9 +16,11 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench import print_rows
+from benchmarks.encoder import measure
 from hybrid_es.encoders.embedder import RUNTIMES
-from hybrid_es.evaluation.bench import print_rows
-from hybrid_es.evaluation.benchmarks.encoder import measure
 from hybrid_es.ingest.beir import read_corpus, read_queries
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench import bench_client, bench_embedder, machine
 from hybrid_es.evaluation import offline_fusion as O
-from hybrid_es.evaluation.bench import bench_client, bench_embedder, machine
 from hybrid_es.evaluation.collection import EVAL_PRINCIPAL
 from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
 from hybrid_es.evaluation.loco_report import loco_report

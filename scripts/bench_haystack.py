@@ -19,7 +19,7 @@ Elasticsearch integration needs the 8.x client) as a worker process this script 
         --reranker ~/.cache/hybrid-es/models/scifact-ce --rerank-max-length 112 \\
         --out reports/haystack-scifact.json
 
-Library code: ``hybrid_es.evaluation.benchmarks`` (``peer_run`` the flow, ``interleave`` the
+Library code: ``benchmarks`` (``peer_run`` the flow, ``interleave`` the
 protocol, ``interleave_stats`` the intervals, ``peer*`` the two sides). Connection settings come
 from ``HYBRID_ES_*`` (``hybrid_es.settings.Settings``).
 """
@@ -33,8 +33,10 @@ import sys
 import warnings
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.peer_run import PeerOptions, run
 from hybrid_es.encoders.reranker import PRECISIONS
-from hybrid_es.evaluation.benchmarks.peer_run import PeerOptions, run
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # every model here is a local folder
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -18,7 +18,7 @@ repository root with the project venv::
 
 Connection settings come from ``HYBRID_ES_*`` (Elasticsearch or OpenSearch). The indices are
 created fresh for each ingest and deleted after it. Library code:
-``hybrid_es.evaluation.benchmarks.ingest_rate``.
+``benchmarks.ingest_rate``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from hybrid_es.evaluation.benchmarks.ingest_rate import IngestRateOptions, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.ingest_rate import IngestRateOptions, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASETS = (REPO_ROOT / ".." / "shared" / "datasets").resolve()

@@ -24,8 +24,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import bench_client, bench_embedder, machine
-from hybrid_es.evaluation.benchmarks.mixed_load import (
+from benchmarks.bench import bench_client, bench_embedder, machine
+from benchmarks.mixed_load import (
     MIXES,
     build_world,
     operation_rows,

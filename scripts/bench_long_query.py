@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import bench_embedder, engine_line, machine, summary
+from benchmarks.bench import bench_embedder, engine_line, machine, summary
 from hybrid_es.evaluation.collection import EVAL_PRINCIPAL, default_index
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS, MAX_QUERY_TERMS, RetrievalParams

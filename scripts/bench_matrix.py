@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import bench_client, bench_embedder, engine_line, machine
+from benchmarks.bench import bench_client, bench_embedder, engine_line, machine
 from hybrid_es.evaluation.cookbook import is_cookbook, load_codebase
 from hybrid_es.evaluation.runner import METRICS, PASS_AT_K, run_pipeline
 from hybrid_es.ingest.beir import read_qrels, read_queries

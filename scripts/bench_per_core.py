@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Searches per core: the CPU one default search costs in this process and in the engine, and the
 share of the machine's limit (cores x 1000 / CPU-ms per search) a load of 1, 2, 4 and 8
-concurrent clients achieves (``hybrid_es.evaluation.benchmarks.per_core``).
+concurrent clients achieves (``benchmarks.per_core``).
 
     python scripts/bench_per_core.py                         # SciFact, 1/2/4/8 clients, 20 s each
     python scripts/bench_per_core.py --clients 1,4 --seconds 10 --profile 300 --json
@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import print_rows
-from hybrid_es.evaluation.benchmarks.per_core import rows_table
-from hybrid_es.evaluation.benchmarks.per_core_run import Level, PerCoreOptions, run
+from benchmarks.bench import print_rows
+from benchmarks.per_core import rows_table
+from benchmarks.per_core_run import Level, PerCoreOptions, run
 from hybrid_es.evaluation.collection import default_index
 from hybrid_es.settings import Settings
 

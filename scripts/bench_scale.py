@@ -46,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.benchmarks.scale_options import (
+from benchmarks.scale_options import (
     QUANTIZATIONS,
     ScaleOptions,
     fit_window,
@@ -55,7 +55,7 @@ from hybrid_es.evaluation.benchmarks.scale_options import (
     parse_names,
     unknown_quantizations,
 )
-from hybrid_es.evaluation.benchmarks.scale_run import run
+from benchmarks.scale_run import run
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = (REPO / ".." / "shared" / "datasets").resolve()

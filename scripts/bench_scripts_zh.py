@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from opencc import OpenCC
 
-from hybrid_es.evaluation.bench import (
+from benchmarks.bench import (
     bench_client,
     bench_embedder,
     engine_line,

@@ -26,7 +26,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from hybrid_es.evaluation.benchmarks.search_run import SearchOptions, run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.search_run import SearchOptions, run
 from hybrid_es.retrieval.searcher import MAX_TOP_K
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

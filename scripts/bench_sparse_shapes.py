@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench import print_rows
+from benchmarks.scale_search import principal
 from hybrid_es.cluster.engine import connect
-from hybrid_es.evaluation.bench import print_rows
-from hybrid_es.evaluation.benchmarks.scale_search import principal
 from hybrid_es.ingest.beir import read_queries
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.door import ChunksDoor

@@ -22,9 +22,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+from benchmarks.bench import bench_client, percentile, print_rows
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.evaluation.bench import bench_client, percentile, print_rows
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import Ingestor

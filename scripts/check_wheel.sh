@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build the wheel and check what it ships (issue 14, item 7): py.typed, the installed templates,
-# the licence file, and METADATA's PEP 639 License-Expression, project URLs and extras.
+# the licence file, and METADATA's PEP 639 License-Expression, project URLs and extras; and what it
+# must not ship (issue 39): benchmark code, which lives in benchmarks/ beside hybrid_es/ (a
+# `benchmarks` folder anywhere in the wheel, or a bench*.py module).
 #
 #   scripts/check_wheel.sh [OUT]   builds into OUT (default: a temporary folder), prints a summary
 set -euo pipefail
@@ -10,6 +12,7 @@ OUT="${1:-$(mktemp -d)}"
 "$VENV/bin/pip" wheel -q --no-deps -w "$OUT" "$ROOT" >&2
 WHEEL="$(ls "$OUT"/hybrid_es-*.whl)"
 "$VENV/bin/python" - "$WHEEL" <<'PY'
+import re
 import sys
 import zipfile
 from email.parser import Parser
@@ -35,10 +38,13 @@ extras = meta.get_all("Provides-Extra") or []
 for extra in ("cli", "models", "adapters", "all"):
     if extra not in extras:
         problems.append(f"no {extra} extra")
+bench = [n for n in names if re.search(r"(^|/)benchmarks/|(^|/)bench[^/]*\.py$", n)]
+if bench:
+    problems.append(f"benchmark code in the wheel: {', '.join(bench)}")
 requires = [r for r in meta.get_all("Requires-Dist") or [] if "extra ==" not in r]
 if any(r.startswith(("typer", "rich")) for r in requires):
     problems.append(f"typer or rich in the base requirements: {requires}")
-print(f"{sys.argv[1]}: {len(names)} files, {len(templates)} templates")
+print(f"{sys.argv[1]}: {len(names)} files, {len(templates)} templates, {len(bench)} benchmark files")
 print(f"Metadata-Version {meta['Metadata-Version']}, License-Expression {meta['License-Expression']}")
 for url in urls:
     print(f"Project-URL {url}")

@@ -29,10 +29,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench import print_rows
+from benchmarks.scale_corpus import load_pool, load_queries
+from benchmarks.scale_synth import Synth
 from hybrid_es.encoders.embedder import make_embedder
-from hybrid_es.evaluation.bench import print_rows
-from hybrid_es.evaluation.benchmarks.scale_corpus import load_pool, load_queries
-from hybrid_es.evaluation.benchmarks.scale_synth import Synth
 
 DATASETS = (Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets").resolve()
 

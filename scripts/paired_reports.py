@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import print_rows
+from benchmarks.bench import print_rows
 from hybrid_es.evaluation.loco import paired_tests
 from hybrid_es.evaluation.loco_report import STAT_TESTS
 from hybrid_es.evaluation.metrics import evaluate

@@ -2,7 +2,7 @@
 # Create (or reuse) the virtual environment of the Haystack peer benchmark (scripts/bench_haystack.py)
 # and print its path on the last line. Not part of CI: scripts/setup.sh and scripts/test.sh do not
 # use it. bench_haystack.py itself runs with the project venv and starts the peer as a worker
-# process under this venv's python (hybrid_es/evaluation/benchmarks/peer_worker.py), so the two
+# process under this venv's python (benchmarks/peer_worker.py), so the two
 # clients never meet in one interpreter while every query still runs back to back on both sides.
 #
 #   HYBRID_ES_CACHE   cache root (default ~/.cache/hybrid-es); the venv lives in $HYBRID_ES_CACHE/peer-venv

@@ -89,12 +89,12 @@ if wants opensearch; then
   start_node opensearch env HYBRID_OS_START_TIMEOUT=900 scripts/opensearch.sh start
 fi
 
-echo "== ruff"; ruff check hybrid_es tests scripts
+echo "== ruff"; ruff check hybrid_es tests scripts benchmarks
 # mypy's incremental cache outside the clone (as the venv and the downloads), so a fresh clone
 # rechecks only what changed: mypy compares each file's hash with the cache's, whatever the path
 # of the clone (about 6 s instead of 60-100 s on the 2-core machine).
 echo "== mypy"
-MYPY_CACHE_DIR="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}/mypy" mypy hybrid_es
+MYPY_CACHE_DIR="${HYBRID_ES_CACHE:-$HOME/.cache/hybrid-es}/mypy" mypy hybrid_es benchmarks
 status=0
 ES_ARGS=("$@")
 if wants elasticsearch && [ $# -eq 0 ]; then

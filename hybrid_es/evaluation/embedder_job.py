@@ -42,8 +42,7 @@ from hybrid_es.evaluation.embedder_train import (
 )
 from hybrid_es.evaluation.progress import NoProgress, Progress, training_steps
 from hybrid_es.evaluation.reranker_train import Candidate
-from hybrid_es.evaluation.training import check_out_folder, machine, replay, split_queries
-from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.evaluation.training import check_out_folder, judged_queries, machine, replay
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
 
@@ -234,9 +233,7 @@ def train_embedder(
 
     progress = progress or NoProgress()
     check_out_folder(out, force)
-    qrels = read_qrels(dataset, split)
-    queries = read_queries(dataset)
-    train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
+    qrels, queries, train_ids, dev_ids = judged_queries(dataset, split, cfg)
     dev_ids = [q for q in dev_ids if queries.get(q, "").strip()]
     index = index or default_index(dataset, embedder_name)
     col = ingest_collection(

@@ -19,7 +19,8 @@ queries, never on a test split. The recipe, and why:
   before and after training. The record says whether the trained model improved on them.
 
 The pure parts (mining, batching, the mask, the held-out runs) are separate from the torch loop;
-the settings both trainers take, the schedule and the loop's bookkeeping are in ``training``.
+the settings both trainers take, the schedule, the optimizer step and the loop's bookkeeping are
+in ``training``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,13 @@ from numpy.typing import NDArray
 
 from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 from hybrid_es.evaluation.reranker_train import Candidate
-from hybrid_es.evaluation.training import Schedule, StepLoop, TrainingConfig
+from hybrid_es.evaluation.training import (
+    LoopStats,
+    Optimizer,
+    Schedule,
+    StepLoop,
+    TrainingConfig,
+)
 from hybrid_es.evaluation.training import fit_to_budget as fit_to_budget  # re-exported
 from hybrid_es.evaluation.training import lr_factor as lr_factor  # re-exported
 from hybrid_es.retrieval import fusion
@@ -243,18 +250,12 @@ def heldout_ndcg(
 
 
 @dataclass
-class TrainStats:
-    steps: int = 0
-    planned_steps: int = 0
+class TrainStats(LoopStats):
+    """The loop's stats and what this trainer trained on: epochs begun, examples and passages."""
+
     epochs_started: int = 0
     examples_seen: int = 0
     passages_seen: int = 0
-    seconds: float = 0.0
-    stopped_by: str = ""
-    loss_curve: list[tuple[int, float]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def load_model(base: str) -> Any:
@@ -316,8 +317,7 @@ def train(
     stats = TrainStats()
     per_epoch = math.ceil(len(examples) / cfg.batch_size)
     schedule = Schedule.plan(cfg, per_epoch, refit_warmup=True)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.factor)
+    opt = Optimizer(model, cfg.learning_rate, schedule)
     model.max_seq_length = cfg.max_length
     model.train()
     loop = StepLoop(cfg, schedule, stats, loss_every=10, on_step=on_step)
@@ -332,15 +332,10 @@ def train(
         scores = cfg.scale * q @ p.T
         mask = torch.tensor(false_negative_mask(batch, relevant), dtype=torch.bool)
         scores = scores.masked_fill(mask, float("-inf"))
-        loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
-        loss.backward()  # type: ignore[no-untyped-call]
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
+        loss = opt.step(torch.nn.functional.cross_entropy(scores, torch.arange(len(batch))))
         stats.examples_seen += len(batch)
         stats.passages_seen += p.shape[0]
-        loop.step_done(loss.item())
+        loop.step_done(loss)
     loop.finish()
     model.max_seq_length = SERVE_MAX_LENGTH
     model.eval()

@@ -36,8 +36,7 @@ from hybrid_es.evaluation.reranker_train import (
     train,
     with_teacher,
 )
-from hybrid_es.evaluation.training import check_out_folder, machine, replay, split_queries
-from hybrid_es.ingest.beir import read_qrels, read_queries
+from hybrid_es.evaluation.training import check_out_folder, judged_queries, machine, replay
 from hybrid_es.retrieval.door import ChunksDoor, tenant_policy
 from hybrid_es.text.analysis import dominant_script
 
@@ -82,9 +81,7 @@ def train_reranker(
     check_out_folder(out, force)
     if cfg.layers:
         check_layers(base, cfg.layers)
-    qrels = read_qrels(dataset, split)
-    queries = read_queries(dataset)
-    train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
+    qrels, queries, train_ids, dev_ids = judged_queries(dataset, split, cfg)
     index = index or default_index(dataset, embedder_name)
     col, ranked = first_stage(
         es, embedder, dataset, index, state_index, url, qrels, queries, progress

@@ -21,7 +21,8 @@ all-MiniLM-L6-v2 encoder (a BERT with a fresh one-logit head). The recipe, and w
   (``minutes``) whose step count is recorded, and ``steps`` to replay exactly that many steps.
 
 The pure parts (mining, choosing the weight) are separate from the torch loop; the settings both
-trainers take, the held-out split, the schedule and the loop's bookkeeping are in ``training``.
+trainers take, the held-out split, the schedule, the optimizer step and the loop's bookkeeping
+are in ``training``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,17 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from hybrid_es.evaluation.metrics import evaluate
-from hybrid_es.evaluation.training import Schedule, StepLoop, TrainingConfig
+from hybrid_es.evaluation.training import (
+    LoopStats,
+    Optimizer,
+    Schedule,
+    StepLoop,
+    TrainingConfig,
+)
 from hybrid_es.evaluation.training import split_queries as split_queries  # re-exported
 from hybrid_es.retrieval import fusion
 
@@ -180,17 +187,11 @@ def choose_weight(
 
 
 @dataclass
-class TrainStats:
-    steps: int = 0
-    planned_steps: int = 0
+class TrainStats(LoopStats):
+    """The loop's stats and what this trainer trained on: groups, and (query, passage) pairs."""
+
     groups_seen: int = 0
     pairs_seen: int = 0
-    seconds: float = 0.0
-    stopped_by: str = ""
-    loss_curve: list[tuple[int, float]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def init_model(base: str) -> tuple[Any, Any]:
@@ -312,8 +313,7 @@ def train(
     # Unlike the embedder's, this warm-up keeps the length first planned when a time budget
     # shortens the schedule: how this trainer always ran, kept so its numbers do not change.
     schedule = Schedule.plan(cfg, per_epoch, refit_warmup=False)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule.factor)
+    opt = Optimizer(model, cfg.learning_rate, schedule)
     model.train()
     n = 1 + cfg.negatives
     loop = StepLoop(cfg, schedule, stats, loss_every=25, on_step=on_step)
@@ -326,15 +326,10 @@ def train(
         pairs = [(g.query, p) for g in batch for p in g.passages]
         logits = model(**encode_pairs(tokenizer, pairs, cfg.max_length)).logits.view(len(batch), n)
         teacher = torch.tensor([g.teacher for g in batch]) if batch[0].teacher else None
-        loss = listwise_loss(logits, teacher, cfg.distill_weight)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
+        loss = opt.step(listwise_loss(logits, teacher, cfg.distill_weight))
         stats.groups_seen += len(batch)
         stats.pairs_seen += len(pairs)
-        loop.step_done(loss.item())
+        loop.step_done(loss)
     loop.finish()
     model.eval()
     return stats

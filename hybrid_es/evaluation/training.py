@@ -1,5 +1,6 @@
 """What the two trainers share (``embedder_train`` and ``reranker_train``): the settings both take,
-the held-out split, the learning-rate schedule and the bookkeeping of one training loop.
+the held-out split, the learning-rate schedule, the optimizer step and the bookkeeping of one
+training loop.
 
 A run's schedule spans ``schedule_steps`` optimizer steps, else ``epochs`` passes over the
 training items. The learning rate warms up linearly over the first ``warmup_fraction`` of the
@@ -9,8 +10,10 @@ and the schedule is shortened to them, so the decay ends at the deadline. Traini
 end of the schedule, at ``steps``, or (time budget only) at the deadline. A run's record says how
 to replay it: ``--steps S --schedule-steps P`` with the steps it took and the schedule it planned.
 
-Nothing here imports torch at module level: the trainers own their models, losses and optimizers,
-and hand the schedule's :meth:`Schedule.factor` to torch's ``LambdaLR``.
+Nothing here imports torch at module level: the trainers own their models and losses;
+:class:`Optimizer`, the one optimizer step both take, imports it when a run makes one. The jobs
+that run the trainers (``embedder_job``, ``reranker_job``) share the reading of the judged queries,
+the refusal of a non-empty output folder and the record's machine and replay lines.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import platform
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar
 
 from hybrid_es.errors import ConfigurationError
+from hybrid_es.ingest.beir import Qrels, read_qrels, read_queries
 
 BUDGET_PROBE_STEPS = 5
 """Under a time budget, the steps whose pace decides how many steps the budget allows."""
@@ -147,17 +151,55 @@ class Schedule:
             self.warmup = warmup_steps(self.planned, self.warmup_fraction)
 
 
+# -- the optimizer step -----------------------------------------------------------------------
+
+
+class Optimizer:
+    """The optimizer step both trainers take: AdamW (weight decay 0.01) at ``learning_rate``, the
+    rate scaled at every step by ``schedule``'s :meth:`~Schedule.factor` (torch's ``LambdaLR``),
+    and the gradients clipped to norm 1 before each step."""
+
+    def __init__(self, model: Any, learning_rate: float, schedule: Schedule) -> None:
+        import torch
+
+        self._model = model
+        self._opt = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+        self._lr = torch.optim.lr_scheduler.LambdaLR(self._opt, schedule.factor)
+
+    def step(self, loss: Any) -> float:
+        """Backpropagate ``loss`` (a torch scalar) and take one step, the schedule's with it;
+        returns the loss as a number (what :meth:`StepLoop.step_done` books)."""
+        import torch
+
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self._model.parameters(), 1.0)
+        self._opt.step()
+        self._lr.step()
+        self._opt.zero_grad()
+        return float(loss.item())
+
+
 # -- the loop's bookkeeping -------------------------------------------------------------------
 
 
-class LoopStats(Protocol):
-    """The fields of a trainer's stats that :class:`StepLoop` keeps."""
+@dataclass
+class LoopStats:
+    """What :class:`StepLoop` keeps of a run: the steps taken and planned, the seconds, why
+    training stopped and the loss curve (``(step, mean loss)`` pairs). Each trainer's
+    ``TrainStats`` adds the counts of what it trained on."""
 
-    steps: int
-    planned_steps: int
-    seconds: float
-    stopped_by: str
-    loss_curve: list[tuple[int, float]]
+    steps: int = 0
+    planned_steps: int = 0
+    seconds: float = 0.0
+    stopped_by: str = ""
+    loss_curve: list[tuple[int, float]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record's ``training`` part, in the order records have always had: the steps, the
+        trainer's own counts, then the seconds, why it stopped and the loss curve."""
+        record = asdict(self)
+        last = ("seconds", "stopped_by", "loss_curve")
+        return {k: v for k, v in record.items() if k not in last} | {k: record[k] for k in last}
 
 
 @dataclass
@@ -214,6 +256,18 @@ class StepLoop:
 
 
 # -- what the two jobs share ------------------------------------------------------------------
+
+
+def judged_queries(
+    dataset: Path, split: str, cfg: TrainingConfig
+) -> tuple[Qrels, dict[str, str], list[str], list[str]]:
+    """``dataset``'s judgements of ``split``, every query's text, and the judged query ids split
+    into training and held-out ones (:func:`split_queries` with ``cfg``'s fraction and seed).
+    Raises IngestError when the dataset cannot be read."""
+    qrels = read_qrels(dataset, split)
+    queries = read_queries(dataset)
+    train_ids, dev_ids = split_queries(list(qrels), cfg.dev_fraction, cfg.seed)
+    return qrels, queries, train_ids, dev_ids
 
 
 def check_out_folder(out: Path, force: bool) -> None:

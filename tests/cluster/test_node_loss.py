@@ -63,6 +63,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from benchmarks.bench import percentile
+from benchmarks.mixed_load import MIXES, TOPICS, tenant_records
 from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.engine import Engine, connect
@@ -72,8 +74,6 @@ from hybrid_es.errors import (
     EngineUnavailableError,
     HybridEsError,
 )
-from hybrid_es.evaluation.bench import percentile
-from hybrid_es.evaluation.benchmarks.mixed_load import MIXES, TOPICS, tenant_records
 from hybrid_es.evaluation.metering import HashEmbedder
 from hybrid_es.identity import chunk_id
 from hybrid_es.ingest.documents import Document

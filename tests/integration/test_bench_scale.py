@@ -1,4 +1,4 @@
-"""The growth benchmark's own path (``scripts/bench_scale.py``, ``evaluation.benchmarks.scale_run``)
+"""The growth benchmark's own path (``scripts/bench_scale.py``, ``benchmarks.scale_run``)
 on the engine under test, at a tiny size: load, search every path before and after a force-merge,
 the kNN leg's oversample settings included. Those bodies are sent by the benchmark itself, not by
 the searcher, and must pass the policy door like every other read of a chunks index (a run at 1M
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from benchmarks import scale_search
+from benchmarks.scale_corpus import Pool, strip_pool_records
+from benchmarks.scale_options import CORPUS_STATE, ScaleOptions, index_name
+from benchmarks.scale_run import run_one
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.evaluation.benchmarks import scale_search
-from hybrid_es.evaluation.benchmarks.scale_corpus import Pool, strip_pool_records
-from hybrid_es.evaluation.benchmarks.scale_options import CORPUS_STATE, ScaleOptions, index_name
-from hybrid_es.evaluation.benchmarks.scale_run import run_one
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import build_chunk_records
 from tests.conftest import HashEmbedder

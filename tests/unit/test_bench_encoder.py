@@ -1,6 +1,6 @@
 """The encoder benchmark's interleaving and its summary row (no model needed)."""
 
-from hybrid_es.evaluation.benchmarks.encoder import RuntimeRow, rotated
+from benchmarks.encoder import RuntimeRow, rotated
 
 
 def test_each_runtime_goes_first_in_turn():

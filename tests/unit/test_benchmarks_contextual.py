@@ -1,4 +1,4 @@
-"""The contextual-retrieval benchmark's pure parts (``evaluation.benchmarks.contextual_*``): Pass@k,
+"""The contextual-retrieval benchmark's pure parts (``benchmarks.contextual_*``): Pass@k,
 the cookbook's anchors, the request bodies, the edited SciFact documents and the tables."""
 
 from __future__ import annotations
@@ -11,27 +11,27 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from hybrid_es.evaluation.benchmarks.contextual_codebase import (
+from benchmarks.contextual_codebase import (
     dense_request,
     header_sample_body,
     index_names,
 )
-from hybrid_es.evaluation.benchmarks.contextual_ingest import PRINCIPAL, CountingContextualizer
-from hybrid_es.evaluation.benchmarks.contextual_passk import (
+from benchmarks.contextual_ingest import PRINCIPAL, CountingContextualizer
+from benchmarks.contextual_passk import (
     PIPELINES,
     cookbook_anchors,
     parse_anchors,
     pass_at,
     pass_at_k_table,
 )
-from hybrid_es.evaluation.benchmarks.contextual_report import (
+from benchmarks.contextual_report import (
     ingest_rows,
     pass_at_k_rows,
     print_report,
     scifact_rows,
 )
-from hybrid_es.evaluation.benchmarks.contextual_run import ContextualOptions
-from hybrid_es.evaluation.benchmarks.contextual_scifact import EDIT, edited
+from benchmarks.contextual_run import ContextualOptions
+from benchmarks.contextual_scifact import EDIT, edited
 from hybrid_es.identity import chunk_key
 from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.contextual import ContextUsage, NoContextualizer

@@ -1,4 +1,4 @@
-"""The growth benchmark's pure parts (``hybrid_es.evaluation.benchmarks.scale_*``): option
+"""The growth benchmark's pure parts (``benchmarks.scale_*``): option
 parsing, statistics, the index body, the synthetic corpus against its own brute force, the
 record's merge with earlier runs, and the table."""
 
@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hybrid_es.cluster.templates import ANALYSIS_TEMPLATE, CHUNKS_TEMPLATE, SETTINGS_TEMPLATE
-from hybrid_es.evaluation.benchmarks.scale_corpus import GROUP, Pool, strip_pool_records
-from hybrid_es.evaluation.benchmarks.scale_index import (
+from benchmarks.scale_corpus import GROUP, Pool, strip_pool_records
+from benchmarks.scale_index import (
     compose_index_body,
     heap_summary,
     merge_settings,
@@ -22,7 +21,7 @@ from hybrid_es.evaluation.benchmarks.scale_index import (
     simulation_summary,
     stats_summary,
 )
-from hybrid_es.evaluation.benchmarks.scale_options import (
+from benchmarks.scale_options import (
     ScaleOptions,
     fit_window,
     index_name,
@@ -31,15 +30,16 @@ from hybrid_es.evaluation.benchmarks.scale_options import (
     parse_names,
     unknown_quantizations,
 )
-from hybrid_es.evaluation.benchmarks.scale_report import ReportWriter, merge_record, table_rows
-from hybrid_es.evaluation.benchmarks.scale_run import vectors_note
-from hybrid_es.evaluation.benchmarks.scale_stats import (
+from benchmarks.scale_report import ReportWriter, merge_record, table_rows
+from benchmarks.scale_run import vectors_note
+from benchmarks.scale_stats import (
     hot_bytes,
     latency_stats,
     per_chunk,
     recall_at_10,
 )
-from hybrid_es.evaluation.benchmarks.scale_synth import Synth
+from benchmarks.scale_synth import Synth
+from hybrid_es.cluster.templates import ANALYSIS_TEMPLATE, CHUNKS_TEMPLATE, SETTINGS_TEMPLATE
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_scale.py"
 

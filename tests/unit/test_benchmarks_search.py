@@ -1,4 +1,4 @@
-"""The search benchmark's pure parts (``hybrid_es.evaluation.benchmarks.search_*``): what it adds
+"""The search benchmark's pure parts (``benchmarks.search_*``): what it adds
 up per search, the queries it picks, the metrics it asks ranx for, and the tables it prints."""
 
 from __future__ import annotations
@@ -10,22 +10,22 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from hybrid_es.evaluation.benchmarks.search_measure import choose_queries
-from hybrid_es.evaluation.benchmarks.search_report import (
+from benchmarks.search_measure import choose_queries
+from benchmarks.search_report import (
     fmt,
     ingest_rows,
     print_report,
     search_lines,
     stage_rows,
 )
-from hybrid_es.evaluation.benchmarks.search_results import (
+from benchmarks.search_results import (
     evaluator_note,
     quality_metrics,
     result_record,
 )
-from hybrid_es.evaluation.benchmarks.search_run import SearchOptions
-from hybrid_es.evaluation.benchmarks.search_tally import SearchTally, document_run, leg_names
-from hybrid_es.evaluation.benchmarks.search_timing import took_record
+from benchmarks.search_run import SearchOptions
+from benchmarks.search_tally import SearchTally, document_run, leg_names
+from benchmarks.search_timing import took_record
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_search.py"
 

@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from hybrid_es.evaluation.benchmarks.interleave import (
+from benchmarks.interleave import (
     Answer,
     Step,
     interleave,
@@ -16,7 +16,7 @@ from hybrid_es.evaluation.benchmarks.interleave import (
     runs_first,
     schedule,
 )
-from hybrid_es.evaluation.benchmarks.interleave_stats import (
+from benchmarks.interleave_stats import (
     bootstrap_ratios,
     percentiles,
     ratio_intervals,

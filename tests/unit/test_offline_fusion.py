@@ -82,7 +82,7 @@ def test_score_table_scores_every_candidate_on_every_collection() -> None:
 
 
 def test_interleaved_latency_times_every_embedder_on_every_text_in_turn() -> None:
-    from hybrid_es.evaluation.embed_latency import interleaved_latency
+    from benchmarks.embed_latency import interleaved_latency
 
     calls: list[tuple[str, str]] = []
     embed = {n: (lambda texts, n=n: calls.append((n, texts[0]))) for n in ("a", "b")}

@@ -1,11 +1,11 @@
-"""The figures of the searches-per-core benchmark (``evaluation.benchmarks.per_core``): CPU per
+"""The figures of the searches-per-core benchmark (``benchmarks.per_core``): CPU per
 search on each side, the machine's limit and the share of it achieved, written as formulas."""
 
 from __future__ import annotations
 
 import pytest
 
-from hybrid_es.evaluation.benchmarks.per_core import (
+from benchmarks.per_core import (
     Window,
     area,
     client_ms_per_search,

@@ -186,6 +186,19 @@ def test_a_record_replays_the_steps_and_the_schedule(tmp_path):
         check_out_folder(tmp_path, force=False)
 
 
+def test_a_record_keeps_its_order_the_steps_the_trainers_counts_then_how_it_ended():
+    # The stats share their loop's fields (training.LoopStats); the record (and `--json`) keeps
+    # the order each trainer's stats had before they shared them.
+    assert list(embedder_train.TrainStats().as_dict()) == [
+        "steps", "planned_steps", "epochs_started", "examples_seen", "passages_seen",
+        "seconds", "stopped_by", "loss_curve",
+    ]  # fmt: skip
+    assert list(reranker_train.TrainStats().as_dict()) == [
+        "steps", "planned_steps", "groups_seen", "pairs_seen", "seconds", "stopped_by",
+        "loss_curve",
+    ]  # fmt: skip
+
+
 # -- both trainers, step by step --------------------------------------------------------------
 
 
