@@ -3,15 +3,12 @@
 from haystack import Document, Pipeline
 from haystack.components.writers import DocumentWriter
 
-from hybrid_es import Principal, Settings, connect
+from hybrid_es import HybridEs, Principal, Settings
 from hybrid_es.adapters.haystack import HybridEsRetriever
 from hybrid_es.adapters.haystack_store import HybridEsDocumentStore
-from hybrid_es.cluster.bootstrap import bootstrap
-from hybrid_es.cluster.capabilities import probe
 
 settings = Settings(filterable_fields="team:keyword")  # URL and index names: HYBRID_ES_*
-engine = connect(settings)
-bootstrap(engine, probe(engine), settings, force=True)  # maps the declared field `team`
+HybridEs(settings).bootstrap(force=True)  # maps the declared field `team`
 # The indexer writes for tenant acme; every user of acme ("*") may read what it writes.
 indexer = Principal(tenant="acme", user_id="indexer")
 store = HybridEsDocumentStore(indexer, settings=settings, acl_groups=["*"])

@@ -4,16 +4,13 @@ own MetadataFilters, cite each answer's source. The engine and index names: HYBR
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
-from hybrid_es import Principal, Settings, connect
+from hybrid_es import HybridEs, Principal, Settings
 from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore, StoreEmbedding
-from hybrid_es.cluster.bootstrap import bootstrap
-from hybrid_es.cluster.capabilities import probe
 
-settings = Settings(filterable_fields="team:keyword,ref_doc_id:keyword")  # ref_doc_id: deletes
-engine = connect(settings)
-bootstrap(engine, probe(engine), settings, force=True)  # maps meta_filter.* in new indices
+hes = HybridEs(Settings(filterable_fields="team:keyword,ref_doc_id:keyword"))  # ref_doc_id: deletes
+hes.bootstrap(force=True)  # maps meta_filter.* in new indices
 writer = Principal(tenant="demo-A", user_id="docs-bot", groups=("staff",))  # from your auth
-store = HybridEsVectorStore.from_settings(writer, settings, acl_groups=("staff",))
+store = HybridEsVectorStore.from_settings(writer, hes, acl_groups=("staff",))
 index = VectorStoreIndex.from_vector_store(store, embed_model=StoreEmbedding())
 for path, team, text in [
     ("ops/rates.md", "ops", "The Kyoto hotel April room rate is JPY 31,500 a night."),
@@ -25,3 +22,4 @@ for path, team, text in [
 ops = MetadataFilters(filters=[MetadataFilter(key="team", value="ops")])
 for hit in index.as_retriever(similarity_top_k=3, filters=ops).retrieve("Kyoto hotel April rate"):
     print(f"{hit.node.metadata['path']}  {hit.score:.4f}  {hit.node.get_content()}")
+hes.close()

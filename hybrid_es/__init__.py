@@ -1,8 +1,10 @@
 """hybrid-es: permission-safe hybrid retrieval for Elasticsearch and OpenSearch.
 
 BM25 + kNN legs, reciprocal rank fusion (native or client-side), an external cross-encoder, and
-evidence packets; every operation takes the caller's ``Principal``. ``connect(settings)`` gives
-the :class:`Engine` of either flavour (probed) that every component takes. The layers and what
+evidence packets; every operation takes the caller's ``Principal``. The front door is
+:class:`HybridEs` (``hybrid_es.deployment``): one deployment, every part of it built from its
+``Settings``. ``connect(settings)`` gives the :class:`Engine` of either flavour (probed) that
+every component takes. The layers and what
 each may import are listed in ``tests/unit/test_layers.py``; this module only re-exports the
 public names.
 
@@ -31,6 +33,7 @@ _HOMES = {
     "EngineUnavailableError": "hybrid_es.errors",
     "FilterError": "hybrid_es.errors",
     "Hit": "hybrid_es.models",
+    "HybridEs": "hybrid_es.deployment",
     "HybridEsError": "hybrid_es.errors",
     "HybridSearcher": "hybrid_es.retrieval.searcher",
     "IndexLayout": "hybrid_es.tenancy",
@@ -47,6 +50,7 @@ _HOMES = {
     "Principal": "hybrid_es.models",
     "RequestScope": "hybrid_es.models",
     "RetrievalParams": "hybrid_es.retrieval.queries",
+    "SearchRequest": "hybrid_es.models",
     "SearchResponse": "hybrid_es.models",
     "SearchTimeoutError": "hybrid_es.errors",
     "Settings": "hybrid_es.settings",
@@ -78,6 +82,7 @@ __all__ = [
     "EngineUnavailableError",
     "FilterError",
     "Hit",
+    "HybridEs",
     "HybridEsError",
     "HybridSearcher",
     "IndexLayout",
@@ -94,6 +99,7 @@ __all__ = [
     "Principal",
     "RequestScope",
     "RetrievalParams",
+    "SearchRequest",
     "SearchResponse",
     "SearchTimeoutError",
     "Settings",
@@ -129,6 +135,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same names, imported eagerly)
     from hybrid_es.cluster.client import make_client
     from hybrid_es.cluster.engine import Engine, connect
+    from hybrid_es.deployment import HybridEs
     from hybrid_es.errors import (
         AuthenticationError,
         BadQueryError,
@@ -160,6 +167,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same names, imported e
         Hit,
         Principal,
         RequestScope,
+        SearchRequest,
         SearchResponse,
     )
     from hybrid_es.packets.service import PacketService

@@ -10,6 +10,8 @@ import json
 import re
 import unicodedata
 from datetime import date, datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from pydantic import (
@@ -216,6 +218,51 @@ class RequestScope(BaseModel):
         """A stable hash of the scope (packets depend on it)."""
         canon = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search, as one value: what is asked, by whom, about what, and how much to return.
+
+    The blocking and the async searcher take it (``searcher.search(SearchRequest(...))``), and
+    so does everything that hands a search on (adapters, evaluation, the CLI), so the options of
+    a search are written here once. ``question``: the user's text; ``principal``: the caller
+    from the application's authenticated context; ``scope``: the request scope (None: a question
+    about now); ``filters``: a narrowing in the neutral filter grammar
+    (``retrieval.filters``); ``top_k``: hits returned (1-100); ``rerank``: whether the
+    cross-encoder, where there is one, reorders the fused head of ``rerank_depth`` candidates;
+    ``now``: the moment the policy is evaluated at (None: the clock's). Checked when the search
+    runs (BadQueryError, FilterError), not when it is made."""
+
+    question: str
+    principal: Principal
+    scope: RequestScope | None = None
+    filters: Mapping[str, Any] | None = None
+    top_k: int = 10
+    rerank: bool = True
+    rerank_depth: int = 50
+    now: datetime | None = None
+
+    @classmethod
+    def of(
+        cls,
+        request: SearchRequest | str,
+        principal: Principal | None = None,
+        scope: RequestScope | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> SearchRequest:
+        """``request`` itself, or the request a question, its caller, scope and keyword options
+        make (the searchers' shorthand ``search(question, principal, scope, top_k=5)``). Raises
+        TypeError for an option a search does not have, or a request given with more."""
+        if isinstance(request, SearchRequest):
+            if principal is not None or scope is not None or options:
+                raise TypeError("give a SearchRequest alone, or a question with its options")
+            return request
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options or {}) - known)
+        if unknown:
+            raise TypeError(f"search() got unexpected keyword(s): {', '.join(unknown)}")
+        return cls(request, principal, scope, **(options or {}))  # type: ignore[arg-type]
 
 
 class RuleOutcome(BaseModel):

@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     1,282 ms under load, on one 67 ms)."""
     embed_batch: int = Field(default=8, ge=1, le=256)
     """Most concurrent searches' queries embedded in one model call (1: each alone); see
-    ``retrieval.query_batcher``."""
+    ``retrieval.query_vectors``."""
     query_cache_size: int = Field(default=1024, ge=0, le=1_000_000)
     """Query vectors kept per searcher (least recently used dropped first; 0: no cache), keyed
     by tenant, embedding model and cleaned query text."""

@@ -25,9 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hybrid_es.evaluation.bench import bench_embedder, print_rows
-from hybrid_es.evaluation.benchmarks.per_core_run import EVAL_PRINCIPAL, judged_queries
+from benchmarks.bench import bench_embedder, print_rows
+from benchmarks.per_core_run import EVAL_PRINCIPAL, judged_queries
 from hybrid_es.evaluation.collection import default_index
+from hybrid_es.models import SearchRequest
+from hybrid_es.retrieval import effects, search_run
 from hybrid_es.retrieval.effects import Msearch
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
@@ -64,21 +66,22 @@ def main(argv: list[str]) -> int:
     searcher.search(queries[0], EVAL_PRINCIPAL)
 
     trips: dict[str, list[tuple[float, float]]] = {"legs": [], "head read": []}
-    send = searcher._run_msearch
 
     def timed(effect: Msearch) -> tuple[list[dict[str, Any]], str]:
         t = time.perf_counter()
-        out = send(effect)
+        out = ctx.answers.send(effect)
         took = max(float(r.get("took", 0)) for r in out[0])
         kind = "legs" if len(effect.searches) > 1 else "head read"
         trips[kind].append(((time.perf_counter() - t) * 1000, took))
         return out
 
-    searcher._run_msearch = timed  # type: ignore[method-assign]
+    # The search as the searcher runs it (search_run over its context), each _msearch timed.
+    ctx = searcher.context()
     stages: dict[str, list[float]] = {}
     for _ in range(a.rounds):
         for q in queries:
-            resp = searcher.search(q, EVAL_PRINCIPAL)
+            steps = search_run.search_steps(ctx, SearchRequest(q, EVAL_PRINCIPAL))
+            resp = effects.run(steps, timed)
             for k, v in resp.timings_ms.items():
                 stages.setdefault(k, []).append(float(v))
 

@@ -137,9 +137,9 @@ class HybridEsRetriever:
             if self.document_store is not None:
                 self._searcher = self.document_store.searcher
             else:
-                from hybrid_es.traces.wiring import traced_searcher
+                from hybrid_es.deployment import HybridEs
 
-                self._searcher = traced_searcher(self.settings)
+                self._searcher = HybridEs(self.settings).searcher
         return self._searcher
 
     def warm_up(self) -> None:

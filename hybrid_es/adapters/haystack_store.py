@@ -73,11 +73,10 @@ from pydantic import ValidationError
 from hybrid_es.adapters.acting import current_principal
 from hybrid_es.adapters.haystack_filters import check_haystack_filters
 from hybrid_es.adapters.provenance import NAMESPACE
-from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import BulkIndexError, ConfigurationError
 from hybrid_es.ingest.chunking import Chunk
 from hybrid_es.ingest.documents import Document
-from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, Record
 from hybrid_es.retrieval.records import MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -231,21 +230,20 @@ class HybridEsDocumentStore:
         return self._ingestor
 
     def _build(self) -> None:
-        from hybrid_es.traces.wiring import traced_searcher
+        from hybrid_es.deployment import HybridEs
 
-        s = self.settings
-        searcher = traced_searcher(s)
-        layout = s.layout()
+        hes = HybridEs(self.settings)
+        # A Haystack Document is one record: the store writes it whole (split upstream).
         self._ingestor = Ingestor(
-            searcher.client,
-            searcher.embedder,
-            layout=layout,
-            corpus_state=CorpusState(searcher.client, layout.corpus_state),
-            default_acl=DEFAULT_ACLS[s.default_acl],
+            hes.engine,
+            hes.embedders,
+            layout=hes.settings.layout(),
+            corpus_state=hes.ingestor.corpus_state,
+            default_acl=hes.ingestor.default_acl,
             chunker=whole_document,
-            url=s.redacted_url(),
+            url=hes.settings.redacted_url(),
         )
-        self._searcher = searcher
+        self._searcher = hes.searcher
 
     def to_dict(self) -> dict[str, Any]:
         """Haystack serialisation: ACL, settings and the references to the connection and

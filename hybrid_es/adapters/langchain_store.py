@@ -59,6 +59,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ValidationError
 
 from hybrid_es.adapters import provenance as prov
+from hybrid_es.deployment import HybridEs
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.errors import (
     BadQueryError,
@@ -72,6 +73,7 @@ from hybrid_es.ingest.indexer import Ingestor, IngestReport
 from hybrid_es.models import Hit, Principal, Record, RequestScope, SearchResponse
 from hybrid_es.retrieval.records import MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
+from hybrid_es.settings import Settings
 
 __all__ = ["HybridEsEmbeddings", "HybridEsVectorStore", "stable_id"]
 
@@ -149,6 +151,17 @@ class HybridEsVectorStore(VectorStore):
         self.acl_users = None if acl_users is None else tuple(acl_users)
         self.acl_groups = None if acl_groups is None else tuple(acl_groups)
         self.provenance = provenance
+
+    @classmethod
+    def from_settings(
+        cls, principal: Principal, settings: Settings | HybridEs | None = None, **options: Any
+    ) -> HybridEsVectorStore:
+        """A store for ``principal`` over a deployment (:class:`~hybrid_es.HybridEs`, the front
+        door): one given, or the one ``settings`` name (default: the ``HYBRID_ES_*``
+        environment). ``options``: the constructor's (``scope``, ``rerank``, ``acl_users``,
+        ``acl_groups``, ``provenance``)."""
+        hes = settings if isinstance(settings, HybridEs) else HybridEs(settings)
+        return cls(hes.searcher, hes.ingestor, principal, **options)
 
     @property
     def embeddings(self) -> Embeddings:

@@ -86,19 +86,18 @@ from hybrid_es.adapters.llamaindex_nodes import (
     stored_node_id,
     write_failures,
 )
-from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.deployment import HybridEs
 from hybrid_es.encoders.embedder import Embedder
-from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
+from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import BadQueryError, BulkIndexError, PolicyViolationError
 from hybrid_es.identity import SEPARATOR
 from hybrid_es.ingest.documents import Document, validation_summary
-from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor
+from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal, Record, RequestScope
 from hybrid_es.retrieval.records import MAX_IDS, MAX_RECORDS
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
-from hybrid_es.traces.wiring import traced_searcher
 
 WHERE = "HybridEsVectorStore(searcher, ingestor, principal)"
 
@@ -158,7 +157,7 @@ class HybridEsVectorStore(BasePydanticVectorStore):
     def from_settings(
         cls,
         principal: Principal,
-        settings: Settings | None = None,
+        settings: Settings | HybridEs | None = None,
         *,
         embedder: Embedder | Embedders | None = None,
         acl_users: Sequence[str] = (),
@@ -166,26 +165,14 @@ class HybridEsVectorStore(BasePydanticVectorStore):
         scope: RequestScope | None = None,
         rerank: bool = True,
     ) -> HybridEsVectorStore:
-        """A store for ``principal`` over the deployment ``settings`` name (default: the
-        ``HYBRID_ES_*`` environment): its indices, filterable fields, reranker and traces
-        (``traced_searcher``), and ``embedder`` (default ``HYBRID_ES_EMBEDDER``)."""
-        s = settings if settings is not None else Settings()
-        engine = connect(s)
-        embedder = embedder or make_embedders(
-            s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
-        )
-        layout = s.layout()
-        ingestor = Ingestor(
-            engine,
-            embedder,
-            layout=layout,
-            corpus_state=CorpusState(engine, layout.corpus_state),
-            default_acl=DEFAULT_ACLS[s.default_acl],
-        )
-        searcher = traced_searcher(s, embedder=embedder, client=engine)
+        """A store for ``principal`` over a deployment (:class:`~hybrid_es.HybridEs`, the front
+        door): one given, or the one ``settings`` name (default: the ``HYBRID_ES_*``
+        environment), with ``embedder`` (default ``HYBRID_ES_EMBEDDER``). Its searcher and
+        ingestor are the deployment's: its indices, filterable fields, reranker and traces."""
+        hes = settings if isinstance(settings, HybridEs) else HybridEs(settings, embedder=embedder)
         return cls(
-            searcher,
-            ingestor,
+            hes.searcher,
+            hes.ingestor,
             principal,
             acl_users=acl_users,
             acl_groups=acl_groups,

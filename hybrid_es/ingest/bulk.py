@@ -10,6 +10,7 @@ are resent by the client's bulk helper (``cluster.retries.BULK_BACKOFF``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -17,9 +18,12 @@ from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.retries import BULK_BACKOFF, on_connection_failure, unanswered
 from hybrid_es.errors import translate_es_error
 from hybrid_es.identity import chunk_key, local_chunk_id
+from hybrid_es.ingest.batch import PreparedBatch
 
 BULK_CHUNK = 500
 """Actions per request of the bulk helper."""
+Sent = tuple[list[dict[str, Any]], float]
+"""What sending a batch gives: its failed items, and the milliseconds the request took."""
 
 
 def index_actions(
@@ -73,6 +77,14 @@ def deleted_marks(keys: Iterable[str], index: str) -> list[dict[str, Any]]:
     return [
         {"_op_type": "update", "_index": index, "_id": k, "doc": {"deleted": True}} for k in keys
     ]
+
+
+def send_prepared(client: Engine, batch: PreparedBatch) -> Sent:
+    """One ingest batch's bulk request (the write-behind's sender, on its thread): the failed
+    items and the milliseconds it took."""
+    t = time.perf_counter()
+    failed = send_bulk(client, batch.actions)
+    return failed, round((time.perf_counter() - t) * 1000.0, 3)
 
 
 def send_bulk(client: Engine, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -77,6 +77,19 @@ def counter_for(embedder: object) -> TokenCount:
     return token_counter(method) if callable(method) else estimate_tokens
 
 
+@dataclass(frozen=True)
+class Chunking:
+    """The ingest's default chunker: :func:`chunk_document` at ``size`` tokens with ``overlap``,
+    counted by ``count`` (an embedder's own tokenizer: :func:`counter_for`)."""
+
+    size: int
+    overlap: int
+    count: TokenCount
+
+    def __call__(self, doc: Document) -> list[Chunk]:
+        return chunk_document(doc, size=self.size, overlap=self.overlap, count=self.count)
+
+
 Span = tuple[int, int]
 """A piece of the source text: ``text[start:end]``."""
 

@@ -77,19 +77,20 @@ from hybrid_es.ingest.batch import (
     plan_into,
 )
 from hybrid_es.ingest.bulk import (
+    Sent,
     audit_actions,
     deleted_marks,
     index_actions,
     retire_actions,
     send_bulk,
 )
-from hybrid_es.ingest.chunking import chunk_document, counter_for
+from hybrid_es.ingest.chunking import Chunking, counter_for
 from hybrid_es.ingest.contextual import Contextualizer, ExtractiveContextualizer
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.plan import audit_copy, build_chunk_records, plan_document
 from hybrid_es.ingest.report import IngestReport, Laps, count_changes, report_counts
 from hybrid_es.ingest.stored import stored_chunks
-from hybrid_es.ingest.write_behind import WriteBehind
+from hybrid_es.ingest.write_behind import Taken, WriteBehind
 from hybrid_es.ingest.write_checks import WriteChecks
 from hybrid_es.models import EVERYONE, Principal
 from hybrid_es.retrieval.door import ChunksDoor, tenant_body, tenant_policy
@@ -109,9 +110,6 @@ __all__ = [
 
 DEFAULT_ACLS: dict[str, tuple[str, ...]] = {"none": (), "everyone": (EVERYONE,)}
 """What ``HYBRID_ES_DEFAULT_ACL`` names: the ACL groups of a document that names no ACL."""
-
-Sent = tuple[list[dict[str, Any]], float]
-"""What sending a batch gives: its failed items, and the milliseconds the request took."""
 
 
 class Ingestor:
@@ -193,10 +191,7 @@ class Ingestor:
             return self._chunker
         if embedder.model_id not in self._chunkers:
             count = counter_for(embedder)
-            size, overlap = self.chunk_size, self.overlap
-            self._chunkers[embedder.model_id] = lambda doc: chunk_document(
-                doc, size=size, overlap=overlap, count=count
-            )
+            self._chunkers[embedder.model_id] = Chunking(self.chunk_size, self.overlap, count)
         return self._chunkers[embedder.model_id]
 
     def embedder_for(self, index: str) -> Embedder:
@@ -255,17 +250,18 @@ class Ingestor:
             raise translate_es_error(exc, what=f"preparing {index}") from exc
         run = _Run(self.corpus_state.begin(tenant), principal, index, now, FailureStreak())
         settle = functools.partial(self._settle, report=report, run=run, progress=progress)
-        with WriteBehind(self._send, settle, overlap=self.overlap_bulk) as writer:
+        with WriteBehind.of_bulks(self.client, overlap=self.overlap_bulk) as writer:
             try:
                 for batch, after_refresh in batches(docs, tenant, self.batch_size, report):
-                    self._write_batch(batch, report, run, writer, refresh=after_refresh)
-                writer.drain()
+                    self._write_batch(batch, report, run, writer, settle, refresh=after_refresh)
+                settle(writer.take())
             except BaseException:
-                # The bulk in flight is waited for and settled, so what it wrote counts. Then
-                # settle what was written if the cluster still answers; if not, the marker
-                # stays and the next ingest's repair moves the watermark. The original error
-                # is raised.
-                writer.abandon()
+                # The bulk in flight is waited for and settled, so what it wrote counts (its
+                # own error dropped). Then settle what was written if the cluster still
+                # answers; if not, the marker stays and the next ingest's repair moves the
+                # watermark. The original error is raised.
+                with contextlib.suppress(Exception):
+                    settle(writer.take())
                 with contextlib.suppress(Exception):
                     self._finish(run, report)
                 raise
@@ -286,6 +282,7 @@ class Ingestor:
         report: IngestReport,
         run: _Run,
         writer: WriteBehind[PreparedBatch, Sent],
+        settle: Callable[[Taken[PreparedBatch, Sent] | None], None],
         *,
         refresh: bool,
     ) -> None:
@@ -294,10 +291,14 @@ class Ingestor:
         ids = {d.id for d in batch}
         in_flight = writer.in_flight
         if refresh or (in_flight is not None and not ids.isdisjoint(in_flight.doc_ids)):
-            writer.drain()
+            settle(writer.take())
         if refresh:
             self._refresh(run.index)
-        writer.submit(self._prepare(batch, report, run))
+        prepared = self._prepare(batch, report, run)
+        settle(writer.take())  # the batch before, sent while this one was prepared
+        writer.submit(prepared)
+        if not writer.overlap:
+            settle(writer.take())
 
     def _prepare(self, batch: list[Document], report: IngestReport, run: _Run) -> PreparedBatch:
         """Read what the batch's documents have stored, plan each, and embed what is new or
@@ -307,7 +308,8 @@ class Ingestor:
         try:
             actions, changes = self._plan_and_embed(batch, report, run, laps)
         except BaseException:
-            with telemetry.span("hybrid_es.ingest.batch", documents=len(batch)) as sp:
+            db = telemetry.db_attributes(self.client, "ingest", run.index)
+            with telemetry.span("hybrid_es.ingest.batch", db, documents=len(batch)) as sp:
                 sp.set(**count_changes(before, report_counts(report)), **laps.ms)
                 raise
         return PreparedBatch(
@@ -390,16 +392,9 @@ class Ingestor:
                 }
             )
 
-    def _send(self, batch: PreparedBatch) -> Sent:
-        """One batch's bulk request (on the writer's thread): its failed items and its ms."""
-        t = time.perf_counter()
-        failed = send_bulk(self.client, batch.actions)
-        return failed, round((time.perf_counter() - t) * 1000.0, 3)
-
     def _settle(
         self,
-        batch: PreparedBatch,
-        outcome: Callable[[], Sent],
+        taken: Taken[PreparedBatch, Sent] | None,
         *,
         report: IngestReport,
         run: _Run,
@@ -409,11 +404,17 @@ class Ingestor:
         items, the run's change when anything was written, the lease renewed. The span carries
         its documents, the chunks written, embedded, skipped, superseded and removed, the failed
         items and documents, and the milliseconds of each step (``wait_ms``: how long the bulk
-        request outlasted the next batch's preparation); never a document's text."""
+        request outlasted the next batch's preparation), with the database conventions of the
+        operation ``ingest`` on the index (``telemetry.db_attributes``); never a document's
+        text. ``taken``: what the write-behind handed back (None: nothing was in flight)."""
+        if taken is None:
+            return
+        batch, outcome = taken.batch, taken.outcome
         t = time.perf_counter()
         failed: list[dict[str, Any]] = []
         bulk_ms = 0.0
-        with telemetry.span("hybrid_es.ingest.batch", documents=batch.documents) as sp:
+        db = telemetry.db_attributes(self.client, "ingest", run.index)
+        with telemetry.span("hybrid_es.ingest.batch", db, documents=batch.documents) as sp:
             try:
                 failed, bulk_ms = outcome()
                 report.failed.extend(failed)

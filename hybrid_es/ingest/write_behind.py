@@ -5,56 +5,73 @@ then sent (one bulk request: the cluster's time). Done one after the other, the 
 the sum of both; here the bulk request of batch N runs on one background thread while the
 caller prepares batch N+1, so it runs at the slower of the two.
 
+The caller drives it, and settles each batch itself: :meth:`WriteBehind.take` hands back the
+batch in flight with its outcome (waiting for its request), the caller records it, and only then
+:meth:`WriteBehind.submit` starts the next. Nothing here calls back into the caller.
+
 What does not change, and why it holds:
 
-- At most one batch is in flight. :meth:`WriteBehind.submit` first settles the batch in flight
-  (waits for its request and hands its outcome to ``settle``), then starts the new one; so the
-  requests go out, and are settled, in the order submitted, and a prepared batch is held in
-  memory only while the one before it is sent.
-- ``settle`` runs on the caller's thread, in order: whatever it records (failed items, the
-  run's change, progress) is recorded exactly as if each batch had been sent at once.
-- A request that raised is raised by ``settle``, before the next batch is started: nothing is
-  written after a failed batch, as before.
-- On the way out after an error or an interrupt (Ctrl-C), :meth:`WriteBehind.abandon` waits for
-  the request in flight and settles it (its own error is dropped: the first is the one raised),
-  so the caller sees every write that happened and nothing writes after it has returned. The
-  thread is a daemon: a second Ctrl-C during that wait still ends the process.
+- At most one batch is in flight: :meth:`~WriteBehind.submit` refuses a batch while another is
+  in flight and not taken, so the requests go out, and are settled, in the order submitted, and
+  a prepared batch is held in memory only while the one before it is sent.
+- The caller settles on its own thread, in order: whatever it records (failed items, the run's
+  change, progress) is recorded exactly as if each batch had been sent at once.
+- A request that raised is raised by the taken batch's ``outcome()``, before the next batch is
+  started: nothing is written after a failed batch, as before.
+- On the way out after an error or an interrupt (Ctrl-C), the caller takes the batch in flight
+  once more and settles it (dropping its error: the first is the one raised), so it sees every
+  write that happened and nothing writes after it has returned. The thread is a daemon: a second
+  Ctrl-C during that wait still ends the process.
 
 ``overlap=False`` sends each batch on the caller's thread, at once: the old order of work, for
-measuring what the overlap gains and for callers who want it.
+measuring what the overlap gains and for callers who want it (they take it at once).
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
+import functools
 import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Generic, TypeVar
+
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.ingest.batch import PreparedBatch
+from hybrid_es.ingest.bulk import Sent, send_prepared
 
 P = TypeVar("P")
 """A prepared batch."""
 R = TypeVar("R")
 """What sending a batch returns."""
 
-Settle = Callable[[P, Callable[[], R]], None]
-"""``settle(batch, outcome)``: ``outcome()`` returns what the send returned, or raises its error
-(called inside whatever the settler wraps it in: a span, a translation)."""
+
+@dataclass(frozen=True)
+class Taken(Generic[P, R]):
+    """A batch that was in flight, and its outcome: ``outcome()`` returns what the send returned,
+    or raises its error (called inside whatever the caller wraps it in: a span, a
+    translation)."""
+
+    batch: P
+    outcome: Callable[[], R]
 
 
 class WriteBehind(Generic[P, R]):
-    """Sends submitted batches one at a time with ``send`` on one background thread, and hands
-    each outcome, in order, to ``settle`` on the caller's thread. Use as a context manager (the
-    thread ends on the way out)."""
+    """Sends submitted batches one at a time with ``send`` on one background thread; the caller
+    takes each back, in order, to settle it. Use as a context manager (the thread ends on the way
+    out)."""
 
-    def __init__(
-        self, send: Callable[[P], R], settle: Settle[P, R], *, overlap: bool = True
-    ) -> None:
+    @classmethod
+    def of_bulks(cls, client: Engine, *, overlap: bool = True) -> WriteBehind[PreparedBatch, Sent]:
+        """The ingest's write-behind: each prepared batch's bulk request sent to ``client``
+        (``bulk.send_prepared``)."""
+        return WriteBehind(functools.partial(send_prepared, client), overlap=overlap)
+
+    def __init__(self, send: Callable[[P], R], *, overlap: bool = True) -> None:
         self._send = send
-        self._settle = settle
         self.overlap = overlap
         self._in_flight: tuple[P, Future[R]] | None = None
         self._jobs: queue.SimpleQueue[tuple[P, Future[R], contextvars.Context] | None] = (
@@ -68,9 +85,10 @@ class WriteBehind(Generic[P, R]):
         return self._in_flight[0] if self._in_flight else None
 
     def submit(self, batch: P) -> None:
-        """Settle the batch in flight (raising what its ``settle`` raises: ``batch`` is then not
-        sent), then start sending ``batch``; without overlap, send and settle it now."""
-        self.drain()
+        """Start sending ``batch`` (without overlap: send it now, on this thread). Raises
+        RuntimeError while another batch is in flight: :meth:`take` it first."""
+        if self._in_flight is not None:
+            raise RuntimeError("a batch is still in flight: take() it before submitting another")
         future: Future[R] = Future()
         if self.overlap:
             self._start_thread()
@@ -78,25 +96,24 @@ class WriteBehind(Generic[P, R]):
         else:
             _run(self._send, batch, future)
         self._in_flight = (batch, future)
-        if not self.overlap:
-            self.drain()
 
-    def drain(self) -> None:
-        """Wait for the batch in flight, if any, and settle it (raising what ``settle``
-        raises)."""
+    def take(self) -> Taken[P, R] | None:
+        """The batch in flight and its outcome; None when no batch is in flight. ``outcome()``
+        waits for the request; once it has an answer (or an error) the batch is no longer in
+        flight. An interrupt during that wait leaves it in flight, so the caller's way out takes
+        it again and waits once more."""
         if self._in_flight is None:
-            return
+            return None
         batch, future = self._in_flight
-        try:
-            self._settle(batch, future.result)  # waits for the request inside ``settle``
-        finally:
-            if future.done():  # not after an interrupt in the wait: abandon waits again
-                self._in_flight = None
 
-    def abandon(self) -> None:
-        """On the way out after an error: settle the batch in flight, dropping its error."""
-        with contextlib.suppress(Exception):
-            self.drain()
+        def outcome() -> R:
+            try:
+                return future.result()
+            finally:
+                if future.done() and self._in_flight is not None and self._in_flight[1] is future:
+                    self._in_flight = None
+
+        return Taken(batch, outcome)
 
     def close(self) -> None:
         """End the thread (once it has sent what it holds)."""

@@ -1,5 +1,6 @@
 """A search's ``_msearch`` answers, checked before anything reads them, and the digest of what was
-sent. Pure: the responses come in, errors go out.
+sent; and :class:`Answers`, the one place a search's stages send their bodies. The checks are
+pure: the responses come in, errors go out.
 
 Every item must be a whole answer: an item's error, a timeout or a failed shard is raised, never
 passed on as a partial result. Two errors are told apart because the searcher acts on them: a
@@ -10,6 +11,7 @@ do), and OpenSearch's refusal of a hybrid query for a document-level-security us
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -17,6 +19,9 @@ import orjson
 from hybrid_es.errors import BadQueryError, HybridEsError, SearchTimeoutError, from_error_body
 from hybrid_es.hashing import keyed_digest
 from hybrid_es.retrieval.dialects import is_hybrid_dls_refusal
+from hybrid_es.retrieval.door import ChunksDoor
+from hybrid_es.retrieval.effects import Msearch
+from hybrid_es.retrieval.fusion import FusionFindings
 
 TOO_MANY_CLAUSES = ("too_many_clauses", "too_many_nested_clauses", "maxClauseCount")
 """OpenSearch 2.19 allows 1,024 clauses per query (Elasticsearch 9 sizes the limit by heap): a
@@ -66,3 +71,30 @@ def check_answers(items: list[dict[str, Any]], *, url: str, dls_suggest: bool) -
                 f"search failed on {shards['failed']} shard(s): refusing a partial answer",
                 hint="check the cluster health (`scripts/es.sh status`)",
             )
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Where a search's stages send their bodies: one ``_msearch`` through the chunks ``door``
+    (every body checked against the request's policy first), every answer checked
+    (:func:`check_answers`), and the keyed digest of what was sent (:func:`sent_digest`).
+    ``found`` says whether OpenSearch's DLS workaround is on already."""
+
+    door: ChunksDoor
+    hash_key: bytes
+    url: str
+    found: FusionFindings
+
+    def send(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
+        """The answers to one :class:`~hybrid_es.retrieval.effects.Msearch`, and the digest."""
+        pairs = [(effect.req.index, body) for body in effect.searches]
+        items = self.door.msearch(pairs, effect.req.policy, opaque_id=effect.req.trace_id or None)
+        return self.checked(items, pairs)
+
+    def checked(
+        self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
+    ) -> tuple[list[dict[str, Any]], str]:
+        """``items``, the answers to ``pairs`` (index, body), once checked; and the digest.
+        Shared by the async searcher, whose door is awaited."""
+        check_answers(items, url=self.url, dls_suggest=self.found.dls_suggest)
+        return items, sent_digest(self.hash_key, pairs)

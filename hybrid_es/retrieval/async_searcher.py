@@ -1,7 +1,7 @@
 """Hybrid search on the event loop: :class:`AsyncHybridSearcher`.
 
 The same search as :class:`~hybrid_es.retrieval.searcher.HybridSearcher` (its generator of
-effects, ``HybridSearcher.search_steps``: every decision, check and span is that code), with the
+effects, ``search_run.search_steps``: every decision, check and span is that code), with the
 I/O that differs: the ``_msearch`` requests go out on an async client
 (:class:`~hybrid_es.cluster.async_engine.AsyncEngine`, through the async chunks door) and are
 awaited, while the model work (the query embedding, the cross-encoder) and a tenant's first
@@ -11,7 +11,7 @@ batched by the searcher's query batcher as in the blocking path.
 
     searcher = traced_searcher(settings)                       # the blocking one, configured
     async with AsyncHybridSearcher.from_searcher(searcher, settings) as asearcher:
-        response = await asearcher.search(question, principal, scope)
+        response = await asearcher.search(SearchRequest(question, principal, scope))
 
 ``scripts/bench_async.py`` measures it against the thread-per-request path.
 """
@@ -19,14 +19,13 @@ batched by the searcher's query batcher as in the blocking path.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from typing import Any
 
 from hybrid_es.cluster.async_engine import AsyncEngine, async_engine_for
-from hybrid_es.models import Principal, RequestScope, SearchResponse
-from hybrid_es.retrieval import effects
+from hybrid_es.models import Principal, RequestScope, SearchRequest, SearchResponse
+from hybrid_es.retrieval import effects, search_run
+from hybrid_es.retrieval.answers import Answers
 from hybrid_es.retrieval.door import AsyncChunksDoor
 from hybrid_es.retrieval.effects import Msearch
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -72,36 +71,17 @@ class AsyncHybridSearcher:
 
     async def search(
         self,
-        query: str,
-        principal: Principal,
+        request: SearchRequest | str,
+        principal: Principal | None = None,
         scope: RequestScope | None = None,
-        *,
-        top_k: int = 10,
-        rerank: bool = True,
-        rerank_depth: int = 50,
-        now: datetime | None = None,
-        filters: Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> SearchResponse:
-        """:meth:`HybridSearcher.search`, awaited: the same arguments, checks, errors, hooks and
-        response."""
-        steps = self.searcher.search_steps(
-            query,
-            principal,
-            scope,
-            top_k=top_k,
-            rerank=rerank,
-            rerank_depth=rerank_depth,
-            now=now,
-            filters=filters,
-        )
-        return await effects.arun(steps, self._msearch, self.executor)
-
-    async def _msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
-        pairs = [(effect.req.index, body) for body in effect.searches]
-        items = await self.door.msearch(
-            pairs, effect.req.policy, opaque_id=effect.req.trace_id or None
-        )
-        return self.searcher.answered(items, pairs)
+        """:meth:`HybridSearcher.search`, awaited: the same request (or shorthand), checks,
+        errors, hooks and response."""
+        ctx = self.searcher.context()
+        asked = SearchRequest.of(request, principal, scope, options)
+        sender = AsyncAnswers(self.door, ctx.answers)
+        return await effects.arun(search_run.search_steps(ctx, asked), sender.send, self.executor)
 
     async def close(self) -> dict[str, Any]:
         """Close the async client, then the searcher (flushing its trace writer, in a thread);
@@ -116,3 +96,19 @@ class AsyncHybridSearcher:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+class AsyncAnswers:
+    """``answers.Answers`` with the async chunks ``door``: the ``_msearch`` awaited, the answers
+    checked by the blocking searcher's own checks."""
+
+    def __init__(self, door: AsyncChunksDoor, answers: Answers) -> None:
+        self.door = door
+        self.answers = answers
+
+    async def send(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
+        pairs = [(effect.req.index, body) for body in effect.searches]
+        items = await self.door.msearch(
+            pairs, effect.req.policy, opaque_id=effect.req.trace_id or None
+        )
+        return self.answers.checked(items, pairs)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from hybrid_es.retrieval.stages import SearchRequest
+    from hybrid_es.retrieval.stages import Prepared
 
 T = TypeVar("T")
 
@@ -37,7 +37,7 @@ class Msearch:
     door) in one ``_msearch``; the result is ``(responses, digest)``."""
 
     searches: list[dict[str, Any]]
-    req: SearchRequest
+    req: Prepared
 
 
 @dataclass(frozen=True)

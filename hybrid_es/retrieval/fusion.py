@@ -13,14 +13,34 @@ from it, absent documents contribute 0, and the result is the weighted arithmeti
 OpenSearch's ``normalization-processor`` (``min_max`` + ``arithmetic_mean``) to the letter, so the
 client path and the native one give the same scores (neural-search 2.19
 ``MinMaxScoreNormalizationTechnique``, ``ArithmeticMeanScoreCombinationTechnique``).
+
+**Which fusion a search takes** (:func:`choose_path`): the path (``SearchResponse.fusion_path``)
+follows from the evaluation pipeline, the configured mode (``auto``, ``native``, ``client``), the
+method (``rrf``, ``linear``) and the dense weight (a number, or ``spread``, which is read from the
+legs' scores and so always fuses client-side), and from whether the engine runs the method
+natively. The reason says which of these decided, in words a response and a trace can carry;
+:func:`fallback_kind` reads a reason back as the fallback it names, for the metrics. Pure: what
+the engine can do comes in as a function.
+
+**What a searcher finds out about its engine's fusion** (:class:`FusionFindings`, the one part
+that is not pure): what the engine runs natively is found once per method (set by the caller,
+or probed read-only on first use, ``cluster.capabilities.native_fusion_works``) and revised at
+query time when the cluster refuses what the probe allowed; OpenSearch's ``hybrid`` query refused
+for a user under document-level security turns on the suggest workaround (neural-search#1303)
+from then on. The configured weight is checked when the searcher is made (:func:`checked_alpha`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal
+
+from hybrid_es.cluster.capabilities import native_fusion_works
+from hybrid_es.cluster.engine import Engine
+from hybrid_es.errors import BadQueryError, CapabilityMissingError, ConfigurationError
+from hybrid_es.models import FusionPath
 
 DEFAULT_RANK_CONSTANT = 60
 DEFAULT_METHOD: Literal["rrf", "linear"] = "linear"
@@ -283,3 +303,130 @@ def blend(
     a, b = minmax(first_stage), minmax(rerank)
     score = {d: weight * b[d] + (1.0 - weight) * a[d] for d in first_stage}
     return sorted(first_stage, key=lambda d: (-score[d], -first_stage[d], d))
+
+
+# -- which path a search takes ------------------------------------------------------------
+
+NativeProbe = Callable[[str], tuple[bool, str]]
+"""``method -> (runs natively, why not)``: the searcher's probe of the engine."""
+
+
+def choose_path(
+    pipeline: str, fusion: str, method: str, alpha: Alpha, native: NativeProbe
+) -> tuple[FusionPath, str]:
+    """The path and its reason; CapabilityMissingError for ``native`` on an engine without
+    it. ``native`` is called only when the engine's answer matters."""
+    if pipeline == "bm25":
+        return "bm25-only", "BM25 leg only (evaluation pipeline)"
+    if pipeline == "dense":
+        return "dense-only", "kNN leg only (evaluation pipeline)"
+    what = "rrf" if method == "rrf" else f"min-max linear fusion (dense weight {alpha})"
+    client_path: FusionPath = "client-rrf" if method == "rrf" else "client-linear"
+    native_path: FusionPath = "native-rrf" if method == "rrf" else "native-linear"
+    if fusion == "client":
+        return client_path, f"client-side {what} requested"
+    if method == "linear" and alpha == SPREAD:
+        # The weight is read from the legs' scores, which the engine's fusion cannot wait for:
+        # spread fuses client-side on every engine (an explicit native is refused when the
+        # searcher is made).
+        return client_path, (
+            "min-max linear fusion with a per-query dense weight (spread, from the legs' "
+            "scores) runs client-side"
+        )
+    runs, why_not = native(method)
+    if fusion == "native":
+        if not runs:
+            raise CapabilityMissingError(
+                f"native {what} was requested but the cluster cannot run it: {why_not}",
+                hint="use fusion='auto' or 'client' (a Basic licence, no rank-rrf module, "
+                "or OpenSearch older than 2.19 or without neural-search)",
+            )
+        return native_path, f"native {what} requested"
+    if runs:
+        return native_path, f"auto: the cluster runs {what} natively"
+    why = why_not.removeprefix(f"{method}: ").split("; fused client-side")[0]
+    return client_path, f"auto: the cluster cannot run {what} natively ({why}), fused client-side"
+
+
+def client_side(path: FusionPath) -> FusionPath:
+    """The client-side path of the same method (``native-rrf`` -> ``client-rrf``)."""
+    return "client-rrf" if path in ("native-rrf", "client-rrf") else "client-linear"
+
+
+def per_shard(path: FusionPath, reason: str, shards: int, fusion: str) -> tuple[FusionPath, str]:
+    """OpenSearch 2.19 fuses within each shard (RRF ranks and each leg's top list are per shard;
+    neural-search#1718 makes them global in 3.5), so on a multi-shard index its result is not
+    the fusion of the two legs. ``auto`` fuses the legs it already has client-side; an explicit
+    ``native`` keeps the cluster's answer and says so."""
+    if fusion == "native":
+        return path, f"{reason}; fused per shard over {shards} shards (OpenSearch 2.19)"
+    return client_side(path), (
+        f"auto: the index has {shards} shards and OpenSearch 2.19 fuses per shard; "
+        "fused client-side over the global legs"
+    )
+
+
+def fallback_kind(path: str, reason: str) -> str | None:
+    """Why this search did not fuse as asked (one of ``telemetry.FALLBACKS``), from the reasons
+    :func:`choose_path`, :func:`per_shard` and the searcher give; None when it did."""
+    if path == "bm25-only" and "was not trained on" in reason:
+        return "script-gate"
+    if "refused at query time" in reason:
+        return "native-refused"
+    if "fuses per shard" in reason and path.startswith("client"):
+        return "per-shard"
+    if reason.startswith("auto: the cluster cannot run"):
+        return "no-native"
+    return None
+
+
+# -- the configured fusion, and what the engine was found to run ----------------------------
+
+FusionMode = Literal["auto", "native", "client"]
+FusionMethod = Literal["rrf", "linear"]
+
+
+def checked_alpha(alpha: Alpha, fusion: FusionMode, method: FusionMethod) -> Alpha:
+    """``alpha``, the dense weight of linear fusion, once it is a weight (BadQueryError
+    otherwise) that ``fusion`` can fuse with: an explicit native linear fusion takes a fixed
+    weight, never the spread weight read from each query's legs (ConfigurationError)."""
+    try:
+        alpha = check_alpha(alpha)
+    except ValueError as exc:
+        raise BadQueryError(f"the dense weight of linear fusion: {exc}") from None
+    if fusion == "native" and method == "linear" and alpha == SPREAD:
+        raise ConfigurationError(
+            "native linear fusion takes a fixed dense weight, and the spread weight is "
+            "chosen per query from the legs' scores (client-side)",
+            hint="set a number as the weight (HYBRID_ES_FUSION_ALPHA=0.4, the best fixed "
+            "one) to fuse natively, or use fusion 'auto'",
+        )
+    return alpha
+
+
+@dataclass
+class FusionFindings:
+    """What a searcher has found out about its engine's fusion."""
+
+    native: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    """Per method (``rrf``, ``linear``): whether the engine runs it natively, and why (not)."""
+    dls_suggest: bool = False
+    """Set once OpenSearch refused a hybrid query for a DLS user (neural-search#1303)."""
+
+    @classmethod
+    def told(cls, native_rrf: bool | None) -> FusionFindings:
+        """Nothing found yet, or (``native_rrf`` given) both methods as the caller says."""
+        if native_rrf is None:
+            return cls()
+        return cls({m: (native_rrf, "set by the caller") for m in ("rrf", "linear")})
+
+    def native_probe(self, client: Engine, method: str) -> tuple[bool, str]:
+        """Whether ``client``'s engine runs ``method`` natively, and why (not): probed once,
+        read-only (:data:`NativeProbe`)."""
+        if method not in self.native:
+            self.native[method] = native_fusion_works(client, method)
+        return self.native[method]
+
+    def refused(self, method: str) -> None:
+        """The cluster refused ``method`` at query time: fuse it client-side from now on."""
+        self.native[method] = (False, "refused at query time")

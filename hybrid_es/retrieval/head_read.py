@@ -17,12 +17,12 @@ from typing import Any
 from hybrid_es.retrieval.candidates import local_id
 from hybrid_es.retrieval.effects import Msearch, Steps
 from hybrid_es.retrieval.queries import records_body
-from hybrid_es.retrieval.stages import Candidate, SearchRequest, ms_since
+from hybrid_es.retrieval.stages import Candidate, Prepared, ms_since
 
 log = logging.getLogger(__name__)
 
 
-def head_size(req: SearchRequest, reranks: bool) -> int:
+def head_size(req: Prepared, reranks: bool) -> int:
     """How many fused candidates the later stages read: the hits asked for, or the rerank pool
     when a reranker will score it (``reranks``: the searcher has one)."""
     if req.rerank and reranks:
@@ -30,7 +30,7 @@ def head_size(req: SearchRequest, reranks: bool) -> int:
     return req.top_k
 
 
-def legs_carry_records(req: SearchRequest, reranks: bool, window: int) -> bool:
+def legs_carry_records(req: Prepared, reranks: bool, window: int) -> bool:
     """Whether the legs return the records themselves: when the head is the whole fusion
     ``window`` (an evaluation's top 100), a second read would fetch every candidate anyway, one
     round trip later. Otherwise the legs return ids and scores."""
@@ -38,7 +38,7 @@ def legs_carry_records(req: SearchRequest, reranks: bool, window: int) -> bool:
 
 
 def read_head_steps(
-    req: SearchRequest,
+    req: Prepared,
     candidates: list[Candidate],
     timings: dict[str, float],
     *,

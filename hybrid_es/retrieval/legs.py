@@ -19,7 +19,7 @@ from hybrid_es.models import FusionPath
 from hybrid_es.retrieval.candidates import local_id
 from hybrid_es.retrieval.dialects import Dialect, NativeMethod, dls_suggest
 from hybrid_es.retrieval.queries import SOURCE_EXCLUDES, RetrievalParams
-from hybrid_es.retrieval.stages import SearchRequest
+from hybrid_es.retrieval.stages import Prepared
 from hybrid_es.text.analysis import cap_terms
 
 Bodies = dict[str, dict[str, Any]]
@@ -30,7 +30,7 @@ def leg_bodies(
     dialect: Dialect,
     path: FusionPath,
     vector: Sequence[float] | None,
-    req: SearchRequest,
+    req: Prepared,
     params: RetrievalParams,
     *,
     alpha: float,

@@ -15,7 +15,7 @@ from typing import Any
 from hybrid_es import telemetry
 from hybrid_es.errors import HybridEsError
 from hybrid_es.models import Principal, SearchResponse
-from hybrid_es.retrieval.fusion_choice import fallback_kind
+from hybrid_es.retrieval.fusion import fallback_kind
 
 OnResponse = Callable[[Principal, SearchResponse, str], None]
 """Called with the caller, the response and the cleaned query text (e.g. ``traces.search_hook``)."""
@@ -58,7 +58,7 @@ def search_failed(
 def search_answered(
     root: Any, response: SearchResponse, timings: dict[str, float], staged: dict[str, float]
 ) -> None:
-    """A search answered: the root span ``root`` gets the path, the fallback (``fusion_choice.
+    """A search answered: the root span ``root`` gets the path, the fallback (``fusion.
     fallback_kind``) and the counts; the metrics get every stage's time."""
     fallback = fallback_kind(response.fusion_path, response.fusion_reason)
     root.set(

@@ -1,90 +1,48 @@
 """The retrieve stage: both legs (and the native fusion where the cluster runs it) in one
 ``_msearch``, fused.
 
-A generator of effects (``retrieval.effects``), run by ``HybridSearcher.retrieve_steps``: the
+A generator of effects (``retrieval.effects``) over the search's context (``context``): the
 query is embedded (a :class:`~hybrid_es.retrieval.effects.Compute`), the bodies (``legs``) go out
 in one :class:`~hybrid_es.retrieval.effects.Msearch` and the answers are fused (``candidates``).
 The decisions taken at query time are named in the response's ``fusion_reason``
-(``fusion_choice.fallback_kind`` reads them back for the metrics and dashboards):
+(``fusion.fallback_kind`` reads them back for the metrics and dashboards):
 
-- the path (``fusion_choice.choose_path``), narrowed to the BM25 leg alone when the index's
+- the path (``fusion.choose_path``), narrowed to the BM25 leg alone when the index's
   embedder was not trained on the query's script (:func:`script_gate`);
 - with fusion ``auto``, a native fusion the cluster refuses at query time is fused client-side,
-  and this searcher does not try it again (``fusion_setup.FusionFindings``);
+  and this searcher does not try it again (``fusion.FusionFindings``);
 - OpenSearch's ``hybrid`` query refused for a user under document-level security is sent again
   with the suggest workaround (neural-search#1303), used from then on;
 - a native fusion over several shards, on an engine that fuses per shard (OpenSearch 2.19), is
-  replaced by the client-side fusion of the global legs (``fusion_choice.per_shard``).
+  replaced by the client-side fusion of the global legs (``fusion.per_shard``).
 """
 
 from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from hybrid_es import telemetry
 from hybrid_es.cluster.capabilities import fuses_per_shard
-from hybrid_es.cluster.engine import Engine
 from hybrid_es.encoders.embedder import Embedder, covers, ensure_loaded, needs_loading
-from hybrid_es.encoders.reranker import Reranker
 from hybrid_es.errors import CapabilityMissingError
-from hybrid_es.models import FusionPath, Pipeline
+from hybrid_es.models import FusionPath
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval.answers import HybridUnderDls
 from hybrid_es.retrieval.candidates import fuse_legs
-from hybrid_es.retrieval.dialects import Dialect
+from hybrid_es.retrieval.context import SearchContext
 from hybrid_es.retrieval.effects import Compute, Msearch, Steps
-from hybrid_es.retrieval.fusion_choice import choose_path, client_side, per_shard
-from hybrid_es.retrieval.fusion_setup import FusionFindings, FusionMethod, FusionMode
+from hybrid_es.retrieval.fusion import choose_path, client_side, per_shard
 from hybrid_es.retrieval.head_read import legs_carry_records
 from hybrid_es.retrieval.legs import Bodies, leg_answers, leg_bodies, searches, truncated_legs
-from hybrid_es.retrieval.queries import RetrievalParams
-from hybrid_es.retrieval.stages import Retrieved, SearchRequest, ms_since
+from hybrid_es.retrieval.stages import Prepared, Retrieved, ms_since
 
 
-class Retriever(Protocol):
-    """What the stage reads of its searcher (``HybridSearcher``), at each search: a setting
-    changed between searches (the evaluation pipeline, the client) is followed."""
-
-    @property
-    def client(self) -> Engine: ...
-
-    @property
-    def dialect(self) -> Dialect: ...
-
-    @property
-    def params(self) -> RetrievalParams: ...
-
-    @property
-    def reranker(self) -> Reranker | None: ...
-
-    @property
-    def pipeline(self) -> Pipeline: ...
-
-    @property
-    def fusion(self) -> FusionMode: ...
-
-    @property
-    def fusion_method(self) -> FusionMethod: ...
-
-    @property
-    def alpha(self) -> fusion_mod.Alpha: ...
-
-    @property
-    def found(self) -> FusionFindings: ...
-
-    def embedder_for(self, index: str) -> Embedder: ...
-
-    def query_vector(
-        self, tenant: str, text: str, embedder: Embedder | None = None
-    ) -> list[float]: ...
-
-
-def fusion_path(s: Retriever) -> tuple[FusionPath, str]:
-    """The path a search takes before it has seen its query, and why (``fusion_choice``)."""
-    probe = partial(s.found.native_probe, s.client)
-    return choose_path(s.pipeline, s.fusion, s.fusion_method, s.alpha, probe)
+def fusion_path(ctx: SearchContext) -> tuple[FusionPath, str]:
+    """The path a search takes before it has seen its query, and why (``fusion``)."""
+    probe = partial(ctx.found.native_probe, ctx.client)
+    return choose_path(ctx.pipeline, ctx.fusion, ctx.fusion_method, ctx.alpha, probe)
 
 
 def script_gate(
@@ -103,30 +61,32 @@ def script_gate(
     )
 
 
-def retrieve_steps(s: Retriever, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
+def retrieve_steps(
+    ctx: SearchContext, req: Prepared, timings: dict[str, float]
+) -> Steps[Retrieved]:
     """Both legs (and the native fusion where it runs) in one round trip, fused; a native
     fusion refused at query time under fusion ``auto`` is fused client-side instead."""
-    path, reason = fusion_path(s)
-    embedder = s.embedder_for(req.index)
+    path, reason = fusion_path(ctx)
+    embedder = ctx.embedder_for(req.index)
     path, reason = script_gate(path, reason, embedder, req.text)
     vector = None
     if path != "bm25-only":
-        vector = yield from embed_steps(s, req, embedder, timings)
+        vector = yield from embed_steps(ctx, req, embedder, timings)
     try:
-        retrieved = yield from legs_steps(s, path, reason, vector, req, timings)
+        retrieved = yield from legs_steps(ctx, path, reason, vector, req, timings)
     except CapabilityMissingError:
-        if s.fusion != "auto" or not path.startswith("native"):
+        if ctx.fusion != "auto" or not path.startswith("native"):
             raise
-        s.found.refused(s.fusion_method)
+        ctx.found.refused(ctx.fusion_method)
         reason = "auto: native fusion refused at query time, fused client-side"
-        retrieved = yield from legs_steps(s, client_side(path), reason, vector, req, timings)
-    retrieved.truncated = truncated_legs(req.text, path, s.params.max_query_terms, embedder)
+        retrieved = yield from legs_steps(ctx, client_side(path), reason, vector, req, timings)
+    retrieved.truncated = truncated_legs(req.text, path, ctx.params.max_query_terms, embedder)
     retrieved.embedder = embedder.model_id if vector is not None else None
     return retrieved
 
 
 def embed_steps(
-    s: Retriever, req: SearchRequest, embedder: Embedder, timings: dict[str, float]
+    ctx: SearchContext, req: Prepared, embedder: Embedder, timings: dict[str, float]
 ) -> Steps[list[float]]:
     """The query's vector by ``embedder`` (``timings['embed']``); a first load of the model is
     timed apart (``timings['model_load']``)."""
@@ -136,23 +96,23 @@ def embed_steps(
     t = time.perf_counter()
     with telemetry.span("hybrid_es.embed"):
         vector: list[float] = yield Compute(
-            lambda: s.query_vector(req.principal.tenant, req.text, embedder)
+            lambda: ctx.vectors.vector(req.principal.tenant, req.text, embedder)
         )
     timings["embed"] = ms_since(t)
     return vector
 
 
 def legs_steps(
-    s: Retriever,
+    ctx: SearchContext,
     path: FusionPath,
     reason: str,
     vector: list[float] | None,
-    req: SearchRequest,
+    req: Prepared,
     timings: dict[str, float],
 ) -> Steps[Retrieved]:
     """The legs of ``path`` in one ``_msearch`` (``timings['retrieval']``), fused
     (``timings['fusion']``)."""
-    legs, native = bodies(s, path, vector, req)
+    legs, native = bodies(ctx, path, vector, req)
     t = time.perf_counter()
     with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(legs)):
         try:
@@ -161,12 +121,12 @@ def legs_steps(
             # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
             # (neural-search#1303); a suggest section is the known workaround, and DLS still
             # holds (tests/security/test_opensearch_dls.py proves both). Used from now on.
-            s.found.dls_suggest = True
-            legs, native = bodies(s, path, vector, req)
+            ctx.found.dls_suggest = True
+            legs, native = bodies(ctx, path, vector, req)
             responses, digest = yield Msearch(searches(legs, native), req)
     timings["retrieval"] = ms_since(t)
     answers = leg_answers(list(legs), responses, native is not None)
-    path, reason, fused = shard_check(s, path, reason, answers.fused)
+    path, reason, fused = shard_check(ctx, path, reason, answers.fused)
     t = time.perf_counter()
     with telemetry.span("hybrid_es.fusion", fusion_path=path) as sp:
         candidates, weight = fuse_legs(
@@ -174,9 +134,9 @@ def legs_steps(
             answers.sparse,
             answers.dense,
             fused,
-            alpha=s.alpha,
-            rank_constant=s.params.rank_constant,
-            window=s.params.window,
+            alpha=ctx.alpha,
+            rank_constant=ctx.params.rank_constant,
+            window=ctx.params.window,
         )
         sp.set(candidates=len(candidates))
     timings["fusion"] = ms_since(t)
@@ -184,32 +144,32 @@ def legs_steps(
 
 
 def bodies(
-    s: Retriever, path: FusionPath, vector: list[float] | None, req: SearchRequest
+    ctx: SearchContext, path: FusionPath, vector: list[float] | None, req: Prepared
 ) -> tuple[Bodies, dict[str, Any] | None]:
-    """The legs' bodies and the native fusion's (``legs.leg_bodies``), as this searcher sends
+    """The legs' bodies and the native fusion's (``legs.leg_bodies``), as the context sends
     them now."""
     return leg_bodies(
-        s.dialect,
+        ctx.dialect,
         path,
         vector,
         req,
-        s.params,
-        alpha=fusion_mod.fixed_alpha(s.alpha),
-        rank_constant_at=s.client.rrf_rank_constant_at or "parameters",
-        dls_workaround=s.found.dls_suggest,
-        carry_records=legs_carry_records(req, s.reranker is not None, s.params.window),
+        ctx.params,
+        alpha=fusion_mod.fixed_alpha(ctx.alpha),
+        rank_constant_at=ctx.client.rrf_rank_constant_at or "parameters",
+        dls_workaround=ctx.found.dls_suggest,
+        carry_records=legs_carry_records(req, ctx.reranker is not None, ctx.params.window),
     )
 
 
 def shard_check(
-    s: Retriever, path: FusionPath, reason: str, fused: dict[str, Any] | None
+    ctx: SearchContext, path: FusionPath, reason: str, fused: dict[str, Any] | None
 ) -> tuple[FusionPath, str, dict[str, Any] | None]:
     """The path, reason and native answer to fuse with: on an engine that fuses per shard, a
     native answer over several shards is set aside (``auto``) or kept and said (``native``)."""
-    if fused is None or not fuses_per_shard(s.client):
+    if fused is None or not fuses_per_shard(ctx.client):
         return path, reason, fused
     shards = int(fused.get("_shards", {}).get("total", 1))
     if shards <= 1:
         return path, reason, fused
-    path, reason = per_shard(path, reason, shards, s.fusion)
+    path, reason = per_shard(path, reason, shards, ctx.fusion)
     return path, reason, (fused if path.startswith("native") else None)

@@ -2,7 +2,9 @@
 
 prepare -> retrieve -> read the records -> authorize -> rerank -> assemble, as one generator of
 effects (``retrieval.effects``) that ``HybridSearcher.search`` runs blocking and
-``AsyncHybridSearcher.search`` awaits, so both run this code. The run draws the search's trace id
+``AsyncHybridSearcher.search`` awaits, so both run this code. Every stage takes the search's
+context (``context.SearchContext``: the searcher's configuration when the search started) and the
+request, and nothing calls back into the searcher. The run draws the search's trace id
 first (its requests carry it as ``X-Opaque-Id``, the response holds it, an error raised holds it
 as ``.trace_id``), times the stages (``SearchResponse.timings``) and reports the outcome to the
 hooks and the telemetry (``observers``). The work a runner may move off its thread is yielded as
@@ -14,22 +16,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
-from datetime import datetime
-from typing import Any, Protocol
 
 from hybrid_es import telemetry
-from hybrid_es.encoders.reranker import Reranker
-from hybrid_es.models import Principal, RequestScope, SearchResponse
-from hybrid_es.retrieval import observers
+from hybrid_es.models import SearchRequest, SearchResponse
+from hybrid_es.retrieval import head_read, observers
+from hybrid_es.retrieval.context import SearchContext
 from hybrid_es.retrieval.effects import Compute, Steps
-from hybrid_es.retrieval.fusion_choice import fallback_kind
-from hybrid_es.retrieval.observers import OnError, OnResponse
+from hybrid_es.retrieval.fusion import fallback_kind
+from hybrid_es.retrieval.prepare import known, prepare
+from hybrid_es.retrieval.retrieve import retrieve_steps
 from hybrid_es.retrieval.stages import (
-    Candidate,
+    Prepared,
     Reranked,
-    Retrieved,
-    SearchRequest,
     assemble,
     authorize_stage,
     ms_since,
@@ -37,59 +35,9 @@ from hybrid_es.retrieval.stages import (
 )
 
 
-class Stages(Protocol):
-    """What a run reads of its searcher (``HybridSearcher``), at each search: a hook attached,
-    or a stage replaced, after the searcher was made is followed."""
-
-    @property
-    def reranker(self) -> Reranker | None: ...
-
-    @property
-    def hash_key(self) -> bytes: ...
-
-    @property
-    def on_response(self) -> OnResponse | None: ...
-
-    @property
-    def on_error(self) -> OnError | None: ...
-
-    def prepared(self, principal: Principal) -> bool: ...
-
-    def prepare(
-        self,
-        query: str,
-        principal: Principal,
-        scope: RequestScope | None,
-        top_k: int,
-        rerank: bool,
-        rerank_depth: int,
-        now: datetime | None,
-        *,
-        trace_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-    ) -> SearchRequest: ...
-
-    def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]: ...
-
-    def read_records_steps(
-        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
-    ) -> Steps[list[Candidate]]: ...
-
-
-def search_steps(
-    s: Stages,
-    query: str,
-    principal: Principal,
-    scope: RequestScope | None = None,
-    *,
-    top_k: int = 10,
-    rerank: bool = True,
-    rerank_depth: int = 50,
-    now: datetime | None = None,
-    filters: Mapping[str, Any] | None = None,
-) -> Steps[SearchResponse]:
-    """The search of ``HybridSearcher.search`` (the same arguments), from its trace id to the
-    hooks that see its outcome."""
+def search_steps(ctx: SearchContext, request: SearchRequest) -> Steps[SearchResponse]:
+    """The search of ``HybridSearcher.search``, from its trace id to the hooks that see its
+    outcome."""
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
     trace_id = uuid.uuid4().hex
@@ -98,31 +46,22 @@ def search_steps(
     # metrics only, so responses and traces keep their keys.
     staged: dict[str, float] = {}
     path: str | None = None
-    with telemetry.span("hybrid_es.search", trace_id=trace_id, top_k=top_k) as root:
+    principal = request.principal
+    with telemetry.span("hybrid_es.search", trace_id=trace_id, top_k=request.top_k) as root:
         try:
             t = time.perf_counter()
             with telemetry.span("hybrid_es.prepare"):
 
-                def prepare() -> SearchRequest:
-                    return s.prepare(
-                        query,
-                        principal,
-                        scope,
-                        top_k,
-                        rerank,
-                        rerank_depth,
-                        now,
-                        trace_id=trace_id,
-                        filters=filters,
-                    )
+                def prepared() -> Prepared:
+                    return prepare(ctx, request, trace_id)
 
                 # A tenant's first search reads its corpus state and the index's model (a
                 # blocking computation); later ones only validate and build the filter.
-                req = prepare() if s.prepared(principal) else (yield Compute(prepare))
+                req = prepared() if known(ctx, principal) else (yield Compute(prepared))
             staged["prepare"] = ms_since(t)
             seen: list[str] = []
             try:
-                response = yield from stages_steps(s, req, timings, staged, t_all, seen)
+                response = yield from stages_steps(ctx, req, timings, staged, t_all, seen)
             finally:
                 path = seen[0] if seen else None
         except Exception as exc:
@@ -130,22 +69,22 @@ def search_steps(
                 exc,
                 trace_id=trace_id,
                 principal=principal,
-                query=query,
-                on_error=s.on_error,
+                query=request.question,
+                on_error=ctx.on_error,
                 timings=timings,
                 staged=staged,
                 path=path,
             )
             raise
         observers.search_answered(root, response, timings, staged)
-    if s.on_response is not None:
-        observers.notify(s.on_response, principal, response, req.text)
+    if ctx.on_response is not None:
+        observers.notify(ctx.on_response, principal, response, req.text)
     return response
 
 
 def stages_steps(
-    s: Stages,
-    req: SearchRequest,
+    ctx: SearchContext,
+    req: Prepared,
     timings: dict[str, float],
     staged: dict[str, float],
     t_all: float,
@@ -154,18 +93,25 @@ def stages_steps(
     """retrieve -> read the records -> authorize -> rerank -> assemble, each in its span;
     ``seen`` gets the fusion path once the legs have run (for the error metrics)."""
     with telemetry.span("hybrid_es.retrieve") as sp:
-        retrieved = yield from s.retrieve_steps(req, timings)
+        retrieved = yield from retrieve_steps(ctx, req, timings)
         seen.append(retrieved.path)
         sp.set(fusion_path=retrieved.path, fallback=fallback_kind(retrieved.path, retrieved.reason))
     with telemetry.span("hybrid_es.read_records") as sp:
-        retrieved.candidates = yield from s.read_records_steps(req, retrieved.candidates, timings)
+        reranks = ctx.reranker is not None
+        retrieved.candidates = yield from head_read.read_head_steps(
+            req,
+            retrieved.candidates,
+            timings,
+            size=head_read.head_size(req, reranks),
+            carried=head_read.legs_carry_records(req, reranks, ctx.params.window),
+        )
         sp.set(candidates=len(retrieved.candidates))
     t = time.perf_counter()
     with telemetry.span("hybrid_es.authorize"):
         authorized = authorize_stage(req, retrieved.candidates)
     staged["authorize"] = ms_since(t)
-    with telemetry.span("hybrid_es.rerank", reranker=s.reranker is not None):
-        reranker = s.reranker
+    with telemetry.span("hybrid_es.rerank", reranker=ctx.reranker is not None):
+        reranker = ctx.reranker
 
         def rerank() -> Reranked:
             return rerank_stage(req, authorized, reranker, timings)
@@ -175,6 +121,6 @@ def stages_steps(
     t = time.perf_counter()
     timings["total"] = ms_since(t_all)
     with telemetry.span("hybrid_es.assemble"):
-        response = assemble(req, retrieved, authorized, reranked, timings, s.hash_key)
+        response = assemble(req, retrieved, authorized, reranked, timings, ctx.hash_key)
     staged["assemble"] = ms_since(t)
     return response

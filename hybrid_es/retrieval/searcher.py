@@ -1,12 +1,13 @@
 """Executing a hybrid search as a pipeline: prepare -> retrieve -> authorize -> rerank -> assemble.
 
-:class:`HybridSearcher` holds a deployment's search settings, runs the stages in order
-(``search_run``: generators of effects, ``effects``, run blocking or awaited) and sends their
-``_msearch`` requests through the chunks door. Each stage has typed input and output and a module
-of its own, so an engine dialect changes the retrieve stage only, and a second reranker changes
-``stages.rerank_stage`` only:
+:class:`HybridSearcher` holds a deployment's search settings. For each search it takes them as
+one immutable :class:`~hybrid_es.retrieval.context.SearchContext` and runs the stages over it in
+order (``search_run``: one generator of effects, ``effects``, run blocking here or awaited by the
+async searcher), their ``_msearch`` requests sent through the chunks door (``answers``). Each
+stage has typed input and output and a module of its own, so an engine dialect changes the
+retrieve stage only, and a second reranker changes ``stages.rerank_stage`` only:
 
-1. **prepare** (here) validates the input (the caller's metadata filter is translated, or
+1. **prepare** (``prepare``) validates the input (the caller's metadata filter is translated, or
    refused, before any request), resolves the caller's chunks index (by tenancy layout) and
    builds the policy filter once, the caller's filter inside it (``filters``,
    ``policy.policy_filter``);
@@ -19,16 +20,15 @@ of its own, so an engine dialect changes the retrieve stage only, and a second r
 4. **rerank** scores the fused head with the cross-encoder (``stages``);
 5. **assemble** builds the response with full provenance (``stages``).
 
-Beside them: ``observers`` (hooks, telemetry), ``fusion_setup`` (the fusion settings, what the
+Beside them: ``observers`` (hooks, telemetry), ``fusion`` (the fusion settings, what the
 engine was found to run), ``listing`` (records without a query), ``closers``.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hybrid_es.cluster.corpus_state import CorpusState
@@ -36,33 +36,41 @@ from hybrid_es.cluster.engine import Engine, as_engine
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.encoders.reranker import Reranker
-from hybrid_es.errors import BadQueryError
 from hybrid_es.hashing import PROCESS_KEY
 from hybrid_es.metadata_fields import FilterableField, parse_filterable_fields
-from hybrid_es.models import FusionPath, Pipeline, Principal, Record, RequestScope, SearchResponse
-from hybrid_es.retrieval import effects, head_read, listing, retrieve, search_run
+from hybrid_es.models import (
+    FusionPath,
+    Pipeline,
+    Principal,
+    Record,
+    RequestScope,
+    SearchRequest,
+    SearchResponse,
+)
+from hybrid_es.retrieval import effects, listing, search_run
 from hybrid_es.retrieval import fusion as fusion_mod
-from hybrid_es.retrieval.answers import check_answers, sent_digest
+from hybrid_es.retrieval.answers import Answers
 from hybrid_es.retrieval.closers import Closers
+from hybrid_es.retrieval.context import SearchContext
 from hybrid_es.retrieval.dialects import Dialect, dialect_for
 from hybrid_es.retrieval.door import ChunksDoor
-from hybrid_es.retrieval.effects import Msearch, Steps
-from hybrid_es.retrieval.filters import translate_filter
-from hybrid_es.retrieval.fusion_setup import FusionFindings, FusionMethod, FusionMode, checked_alpha
+from hybrid_es.retrieval.fusion import FusionFindings, FusionMethod, FusionMode, checked_alpha
 from hybrid_es.retrieval.index_checks import IndexChecks
 from hybrid_es.retrieval.legs import truncated_legs
 from hybrid_es.retrieval.observers import OnError, OnResponse
-from hybrid_es.retrieval.policy import policy_filter
-from hybrid_es.retrieval.queries import RetrievalParams, clean_query
-from hybrid_es.retrieval.query_batcher import DEFAULT_EMBED_BATCH, QueryBatcher
-from hybrid_es.retrieval.query_vectors import QueryVectors
-from hybrid_es.retrieval.stages import Candidate, Retrieved, SearchRequest, ms_since
-from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE
+from hybrid_es.retrieval.prepare import MAX_TOP_K
+from hybrid_es.retrieval.queries import RetrievalParams
+from hybrid_es.retrieval.query_vectors import (
+    DEFAULT_EMBED_BATCH,
+    DEFAULT_QUERY_CACHE_SIZE,
+    QueryBatcher,
+    QueryVectors,
+)
+from hybrid_es.retrieval.retrieve import fusion_path
+from hybrid_es.retrieval.stages import ms_since
 from hybrid_es.tenancy import IndexLayout
 
 __all__ = ["MAX_TOP_K", "FusionMethod", "FusionMode", "HybridSearcher", "OnError", "OnResponse"]
-
-MAX_TOP_K = 100
 
 
 class HybridSearcher:
@@ -73,8 +81,9 @@ class HybridSearcher:
     ``client`` may be a caller-scoped client (an API key or user bound by document-level
     security); the policy filter is applied on top of it in every case. ``hash_key`` keys the
     digests of queries and request bodies (``hybrid_es.hashing``). ``query_cache_size``: query
-    vectors kept (``vector_cache``; 0: none); ``embed_batch``: most concurrent queries embedded in
-    one model call (``query_batcher``; 1: each alone). :meth:`warm_up` loads the models up front.
+    vectors kept (``query_vectors``; 0: none); ``embed_batch``: most concurrent queries embedded
+    in one model call (``query_vectors.QueryBatcher``; 1: each alone). :meth:`warm_up` loads the
+    models up front.
     ``filterable_fields``: the metadata fields a search's ``filters`` may name, with their types
     (``HYBRID_ES_FILTERABLE_FIELDS``'s text, a name-to-type mapping, or
     ``metadata_fields.FilterableField``s; none by default: every filter is refused).
@@ -115,7 +124,7 @@ class HybridSearcher:
         self.fusion = fusion
         self.params = params or RetrievalParams()
         self.found = FusionFindings.told(native_rrf)
-        """What the engine runs natively, and the DLS workaround (``fusion_setup``)."""
+        """What the engine runs natively, and the DLS workaround (``fusion``)."""
         self.url = url
         self.hash_key = hash_key
         self.on_response = on_response
@@ -133,6 +142,34 @@ class HybridSearcher:
         )
         self._closers = Closers()
         self._door: ChunksDoor | None = None
+
+    def context(self) -> SearchContext:
+        """This searcher's configuration now, for one search (``context``): what every stage
+        of the search reads, instead of the searcher."""
+        door = self.door
+        return SearchContext(
+            client=self.client,
+            door=door,
+            answers=Answers(door, self.hash_key, self.url, self.found),
+            dialect=self.dialect,
+            layout=self.layout,
+            params=self.params,
+            filterable_fields=self.filterable_fields,
+            pipeline=self.pipeline,
+            fusion=self.fusion,
+            fusion_method=self.fusion_method,
+            alpha=self.alpha,
+            found=self.found,
+            embedders=self.embedders,
+            vectors=self.vectors,
+            reranker=self.reranker,
+            checks=self.checks,
+            corpus_state=self.corpus_state,
+            known_tenants=self._known_tenants,
+            hash_key=self.hash_key,
+            on_response=self.on_response,
+            on_error=self.on_error,
+        )
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -178,11 +215,12 @@ class HybridSearcher:
     def native_rrf_available(self) -> bool:
         return self.native_available("rrf")
 
-    def _path(self) -> tuple[FusionPath, str]:
-        return retrieve.fusion_path(self)
+    def fusion_path(self) -> tuple[FusionPath, str]:
+        """The path a search would take before it has seen its query, and why."""
+        return fusion_path(self.context())
 
     @property
-    def _dls_suggest(self) -> bool:
+    def dls_suggest(self) -> bool:
         """Whether OpenSearch's hybrid query is sent with the DLS workaround (``found``)."""
         return self.found.dls_suggest
 
@@ -208,10 +246,6 @@ class HybridSearcher:
             self.client, self.door, self.index_for(principal), principal, self.embedders
         )
 
-    @property
-    def _model_checked(self) -> set[str]:
-        return self.checks.model_checked
-
     def warm_up(self, *, rerank: bool = True) -> dict[str, float]:
         """Load the models a search uses and run one tiny inference on each, so that the first
         query does not pay for loading them: the embedder (unless the pipeline is BM25 alone)
@@ -232,17 +266,14 @@ class HybridSearcher:
 
     def search(
         self,
-        query: str,
-        principal: Principal,
+        request: SearchRequest | str,
+        principal: Principal | None = None,
         scope: RequestScope | None = None,
-        *,
-        top_k: int = 10,
-        rerank: bool = True,
-        rerank_depth: int = 50,
-        now: datetime | None = None,
-        filters: Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> SearchResponse:
-        """Run one hybrid search for ``principal``.
+        """Run one hybrid search: ``request`` (a :class:`~hybrid_es.models.SearchRequest`), or
+        the shorthand ``search(question, principal, scope, top_k=..., rerank=...,
+        rerank_depth=..., now=..., filters=...)`` with :class:`SearchRequest`'s fields.
 
         ``filters`` narrows the search to records whose declared metadata fields match, in the
         neutral grammar of :mod:`hybrid_es.retrieval.filters` (``{"team": "ops", "year":
@@ -252,134 +283,19 @@ class HybridSearcher:
         before any request is sent.
 
         Returns a :class:`SearchResponse` whose hits carry full provenance. Raises BadQueryError
-        for bad input, UnknownTenantError for a tenant with no corpus, EngineError subclasses for
-        cluster failures (never a partial answer), PolicyViolationError if a candidate fails the
-        policy re-check (fail closed; the message names no record). ``on_response`` /
-        ``on_error`` see every outcome; a failing hook never fails the search.
+        for bad input, PolicyViolationError without a Principal, UnknownTenantError for a tenant
+        with no corpus, EngineError subclasses for cluster failures (never a partial answer),
+        PolicyViolationError if a candidate fails the policy re-check (fail closed; the message
+        names no record). ``on_response`` / ``on_error`` see every outcome; a failing hook never
+        fails the search.
 
         The search's trace id is drawn first: its requests carry it as ``X-Opaque-Id`` (so the
         cluster's slow log and tasks API point back to the trace), the response holds it as
         ``trace_id``, and an error raised holds it as ``.trace_id``.
         """
-        return effects.run(
-            self.search_steps(
-                query,
-                principal,
-                scope,
-                top_k=top_k,
-                rerank=rerank,
-                rerank_depth=rerank_depth,
-                now=now,
-                filters=filters,
-            ),
-            self._run_msearch,
-        )
-
-    def search_steps(
-        self,
-        query: str,
-        principal: Principal,
-        scope: RequestScope | None = None,
-        *,
-        top_k: int = 10,
-        rerank: bool = True,
-        rerank_depth: int = 50,
-        now: datetime | None = None,
-        filters: Mapping[str, Any] | None = None,
-    ) -> Steps[SearchResponse]:
-        """:meth:`search` as a generator of effects (``retrieval.effects``, ``search_run``): the
-        ``_msearch`` requests and the model computations are left to the runner (blocking:
-        :meth:`search`; awaited: ``AsyncHybridSearcher.search``)."""
-        return search_run.search_steps(
-            self,
-            query,
-            principal,
-            scope,
-            top_k=top_k,
-            rerank=rerank,
-            rerank_depth=rerank_depth,
-            now=now,
-            filters=filters,
-        )
-
-    def prepare(
-        self,
-        query: str,
-        principal: Principal,
-        scope: RequestScope | None,
-        top_k: int,
-        rerank: bool,
-        rerank_depth: int,
-        now: datetime | None,
-        *,
-        trace_id: str | None = None,
-        filters: Mapping[str, Any] | None = None,
-    ) -> SearchRequest:
-        """Validate the request, check the caller's tenant and index, build the filter once.
-        ``trace_id`` (default: a new one) is the search's, sent as ``X-Opaque-Id``. The
-        caller's ``filters`` are translated (FilterError) before the first request, and placed
-        inside the policy filter."""
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise BadQueryError(f"top_k must be 1..{MAX_TOP_K}, got {top_k}")
-        if not 1 <= rerank_depth <= self.params.window:
-            raise BadQueryError(
-                f"rerank_depth must be 1..{self.params.window} (the fusion window), "
-                f"got {rerank_depth}"
-            )
-        text = clean_query(query, self.params.max_query_chars)
-        narrowing = translate_filter(filters, self.filterable_fields)
-        scope = scope or RequestScope()
-        now = now or datetime.now(UTC)
-        if principal.tenant not in self._known_tenants:
-            self.corpus_state.watermark(principal.tenant)  # UnknownTenantError if it has none
-            self._known_tenants.add(principal.tenant)
-        self.check_model(principal)
-        if narrowing is not None:
-            self.checks.check_filter_mapped(
-                self.client, self.index_for(principal), filters, self.filterable_fields
-            )
-        return SearchRequest(
-            text=text,
-            principal=principal,
-            scope=scope,
-            now=now,
-            top_k=top_k,
-            rerank=rerank,
-            rerank_depth=rerank_depth,
-            index=self.index_for(principal),
-            policy=policy_filter(principal, scope, now, narrowed_by=narrowing),
-            trace_id=trace_id or uuid.uuid4().hex,
-        )
-
-    def prepared(self, principal: Principal) -> bool:
-        """Whether :meth:`prepare` has checked this caller's tenant and index before (then it
-        sends no request, unless a filter names a field the index's mapping lacks)."""
-        known = principal.tenant in self._known_tenants
-        return known and self.index_for(principal) in self.checks.model_checked
-
-    def retrieve(self, req: SearchRequest, timings: dict[str, float]) -> Retrieved:
-        """Both legs (and the native fusion where it runs) in one round trip, fused."""
-        return effects.run(self.retrieve_steps(req, timings), self._run_msearch)
-
-    def retrieve_steps(self, req: SearchRequest, timings: dict[str, float]) -> Steps[Retrieved]:
-        """:meth:`retrieve` as a generator of effects (``retrieval.retrieve``)."""
-        return retrieve.retrieve_steps(self, req, timings)
-
-    def read_records(
-        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
-    ) -> list[Candidate]:
-        """The fused head with its records (see :meth:`read_records_steps`)."""
-        return effects.run(self.read_records_steps(req, candidates, timings), self._run_msearch)
-
-    def read_records_steps(
-        self, req: SearchRequest, candidates: list[Candidate], timings: dict[str, float]
-    ) -> Steps[list[Candidate]]:
-        """The fused head (``head_read.head_size``) with its records, read by key under the same
-        policy as the legs unless the legs carried them (``head_read``), in fused order."""
-        reranks = self.reranker is not None
-        size = head_read.head_size(req, reranks)
-        carried = head_read.legs_carry_records(req, reranks, self.params.window)
-        return head_read.read_head_steps(req, candidates, timings, size=size, carried=carried)
+        ctx = self.context()
+        asked = SearchRequest.of(request, principal, scope, options)
+        return effects.run(search_run.search_steps(ctx, asked), ctx.answers.send)
 
     def truncated(
         self, text: str, path: FusionPath, embedder: Embedder | None = None
@@ -387,27 +303,6 @@ class HybridSearcher:
         """The legs of ``path`` that read only the start of the cleaned query ``text``
         (``legs.truncated_legs``; ``embedder`` by default the default one)."""
         return truncated_legs(text, path, self.params.max_query_terms, embedder or self.embedder)
-
-    def query_vector(self, tenant: str, text: str, embedder: Embedder | None = None) -> list[float]:
-        """The embedding of the cleaned query ``text`` by ``embedder`` (default: the default
-        embedder), from the query vector cache when this tenant asked it of that model before."""
-        return self.vectors.vector(tenant, text, embedder or self.embedder)
-
-    def _run_msearch(self, effect: Msearch) -> tuple[list[dict[str, Any]], str]:
-        """A stage's bodies in one ``_msearch`` through the chunks door (every body checked
-        first); the responses, and a keyed digest of what was sent."""
-        pairs = [(effect.req.index, body) for body in effect.searches]
-        items = self.door.msearch(pairs, effect.req.policy, opaque_id=effect.req.trace_id or None)
-        return self.answered(items, pairs)
-
-    def answered(
-        self, items: list[dict[str, Any]], pairs: list[tuple[str, dict[str, Any]]]
-    ) -> tuple[list[dict[str, Any]], str]:
-        """The ``_msearch`` responses to ``pairs`` (index, body), checked (``answers``: never a
-        partial answer), and the keyed digest of what was sent. Shared by the blocking and the
-        async searcher."""
-        check_answers(items, url=self.url, dls_suggest=self.found.dls_suggest)
-        return items, sent_digest(self.hash_key, pairs)
 
     # -- listing ----------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class SearchRequest:
+class Prepared:
     """A validated search: the caller, what is asked and where it runs (the prepare stage)."""
 
     text: str
@@ -104,7 +104,7 @@ class Reranked:
     note: str
 
 
-def authorize_stage(req: SearchRequest, candidates: list[Candidate]) -> Authorized:
+def authorize_stage(req: Prepared, candidates: list[Candidate]) -> Authorized:
     """Defence in depth: the same rules, evaluated on what came back, before any further use.
 
     Raises PolicyViolationError naming no record when one fails (the cluster-side filter and
@@ -125,7 +125,7 @@ def authorize_stage(req: SearchRequest, candidates: list[Candidate]) -> Authoriz
 
 
 def rerank_stage(
-    req: SearchRequest,
+    req: Prepared,
     authorized: Authorized,
     reranker: Reranker | None,
     timings: dict[str, float],
@@ -168,7 +168,7 @@ def rerank_stage(
 
 
 def assemble(
-    req: SearchRequest,
+    req: Prepared,
     retrieved: Retrieved,
     authorized: Authorized,
     reranked: Reranked,

@@ -21,7 +21,8 @@ from hybrid_es.errors import (
 )
 from hybrid_es.evaluation.metrics import evaluate, ranking_to_run
 from hybrid_es.ingest.indexer import Ingestor
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import Principal, RequestScope, SearchRequest
+from hybrid_es.retrieval import effects, search_run
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import MAX_QUERY_CHARS
 from hybrid_es.retrieval.searcher import HybridSearcher
@@ -228,20 +229,23 @@ def test_a_record_that_leaves_scope_between_the_legs_and_the_read_is_not_returne
     _ingest(es, embedder, fresh_indices, travel_documents(*SEED_FIXTURE))
     searcher = _searcher(es, embedder, fresh_indices, fusion="client")
     first = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW).hits[0]
-    retrieve = searcher.retrieve_steps
+    ctx = searcher.context()
+    sent: list[int] = []
 
-    def retrieve_then_delete(req, timings):  # type: ignore[no-untyped-def]
-        out = yield from retrieve(req, timings)
-        # Between the two requests the first hit's record goes (a deletion, say).
-        es.request(
-            "DELETE",
-            f"/{fresh_indices['chunks']}/_doc/demo-A::{first.chunk_id}",
-            params={"refresh": "true"},
-        )
+    def send_then_delete(effect):  # type: ignore[no-untyped-def]
+        out = ctx.answers.send(effect)
+        sent.append(len(effect.searches))
+        if len(sent) == 1:  # the legs are answered: the first hit's record goes (a deletion)
+            es.request(
+                "DELETE",
+                f"/{fresh_indices['chunks']}/_doc/demo-A::{first.chunk_id}",
+                params={"refresh": "true"},
+            )
         return out
 
-    searcher.retrieve_steps = retrieve_then_delete  # type: ignore[method-assign]
-    resp = searcher.search(QUERY, AGENT, STAY, top_k=3, now=NOW)
+    steps = search_run.search_steps(ctx, SearchRequest(QUERY, AGENT, STAY, top_k=3, now=NOW))
+    resp = effects.run(steps, send_then_delete)
+    assert sent == [2, 1]  # the legs, then the read of the head
     assert first.chunk_id not in [h.chunk_id for h in resp.hits]
     assert len(resp.hits) == 2  # the head was three: the gone one is left out, nothing else
 

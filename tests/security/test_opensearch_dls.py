@@ -173,7 +173,7 @@ def test_the_workaround_is_used_exactly_when_the_engine_needs_it(dls, es):
     searcher = _searcher(dls, "native")
     resp = searcher.search("contract rate", AGENT_B, now=NOW, rerank=False)
     assert resp.fusion_path == "native-rrf"
-    assert searcher._dls_suggest is refused
+    assert searcher.dls_suggest is refused
 
 
 @pytest.mark.parametrize(

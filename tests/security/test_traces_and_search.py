@@ -217,7 +217,7 @@ def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(e
 
         ok = HybridSearcher(reader, HashEmbedder(), layout=LAYOUT, native_rrf=False)
         assert ok.search(QUERY, MANAGER, SCOPE, now=NOW).hits
-        assert LAYOUT.chunks_for("demo-A") in ok._model_checked
+        assert LAYOUT.chunks_for("demo-A") in ok.checks.model_checked
         wrong = HybridSearcher(reader, OtherModel(), layout=LAYOUT, native_rrf=False)
         with pytest.raises(ModelError, match="built with test/hashed-trigrams"):
             wrong.search(QUERY, MANAGER, SCOPE, now=NOW)
@@ -233,6 +233,6 @@ def test_a_reader_who_may_not_read_mappings_is_still_checked_against_the_model(e
             blind.check_model(MANAGER)
         except AuthenticationError as exc:
             assert exc.status == 403
-        assert blind._model_checked == set()
+        assert blind.checks.model_checked == set()
     finally:
         es.delete_index(f"{LAYOUT.chunks_pattern()},{LAYOUT.corpus_state}")

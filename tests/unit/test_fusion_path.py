@@ -1,4 +1,4 @@
-"""The fusion path a search takes and why (``retrieval.fusion_choice``), and the checks on its
+"""The fusion path a search takes and why (``retrieval.fusion``), and the checks on its
 ``_msearch`` answers (``retrieval.answers``): pure, so every case is spelled out here."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hybrid_es.errors import (
     SearchTimeoutError,
 )
 from hybrid_es.retrieval.answers import HybridUnderDls, check_answers, sent_digest
-from hybrid_es.retrieval.fusion_choice import choose_path, client_side, fallback_kind, per_shard
+from hybrid_es.retrieval.fusion import choose_path, client_side, fallback_kind, per_shard
 
 YES = lambda method: (True, "")  # noqa: E731
 NO = lambda method: (False, f"{method}: Basic licence; fused client-side")  # noqa: E731

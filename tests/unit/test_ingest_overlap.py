@@ -8,6 +8,7 @@ the cluster (the integration suites and ``scripts/bench_ingest.py`` send to the 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -73,21 +74,26 @@ def _ingest(
     failed: list[str] = []
     embedder = SlowEmbedder()
 
-    def settle(batch: tuple[int, list[str]], outcome: Any) -> None:
-        failed.extend(outcome())
-        sender.log.append(f"settle {batch[0]}")
+    def settle(taken: Any) -> None:
+        if taken is not None:
+            failed.extend(taken.outcome())
+            sender.log.append(f"settle {taken.batch[0]}")
 
-    with WriteBehind(sender, settle, overlap=overlap) as writer:
+    with WriteBehind(sender, overlap=overlap) as writer:
         try:
             for b in range(n):
                 items = [f"{b}-{i}" for i in range(3)]
                 embedder.embed_passages(items)
                 if b == fail_prepare:
                     raise KeyboardInterrupt  # as if Ctrl-C came while the batch was embedded
+                settle(writer.take())
                 writer.submit((b, items))
-            writer.drain()
+                if not overlap:
+                    settle(writer.take())
+            settle(writer.take())
         except BaseException:
-            writer.abandon()
+            with contextlib.suppress(Exception):
+                settle(writer.take())
             raise
     return failed, sender.log
 
@@ -128,19 +134,21 @@ def test_an_interrupt_while_embedding_settles_the_request_in_flight():
     sender = SlowSender(fail_items={"3-2"})
     failed: list[str] = []
 
-    def settle(batch: tuple[int, list[str]], outcome: Any) -> None:
-        failed.extend(outcome())
+    def settle(taken: Any) -> None:
+        if taken is not None:
+            failed.extend(taken.outcome())
 
-    with pytest.raises(KeyboardInterrupt), WriteBehind(sender, settle) as writer:
+    with pytest.raises(KeyboardInterrupt), WriteBehind(sender) as writer:
         try:
             for b in range(6):
                 items = [f"{b}-{i}" for i in range(3)]
                 SlowEmbedder().embed_passages(items)
                 if b == 4:
                     raise KeyboardInterrupt
+                settle(writer.take())
                 writer.submit((b, items))
         except BaseException:
-            writer.abandon()
+            settle(writer.take())
             assert writer.in_flight is None  # batch 3 was waited for and recorded
             raise
     assert failed == ["3-2"]

@@ -108,9 +108,11 @@ def _search_source(obj: dict[str, Any]) -> dict[str, Any]:
     return json.loads(meta.get("searchSourceJSON", "{}"))
 
 
-def _kql_fields(query: str) -> set[str]:
-    """Field names in a KQL query of the forms used here (``field : value``, ``field : *``)."""
-    return set(re.findall(r"([@\w][\w.@]*)\s*:", query))
+def _kql_fields(query: str) -> list[str]:
+    """Field names in a KQL query of the forms used here (``field : value``, ``field : *``), once
+    each, in order (a list: test ids made from them must be the same in every pytest-xdist
+    worker, whose hash seeds differ)."""
+    return list(dict.fromkeys(re.findall(r"([@\w][\w.@]*)\s*:", query)))
 
 
 def _layers(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -542,7 +544,7 @@ def test_rerank_share_and_verdicts_and_errors_over_time():
     assert any(
         s["operationType"] == "filters"
         and all(
-            _kql_fields(f["input"]["query"]) == {"hybrid_es.reranked"}
+            _kql_fields(f["input"]["query"]) == ["hybrid_es.reranked"]
             for f in s["params"]["filters"]
         )
         for s in splits
@@ -581,5 +583,5 @@ def test_no_aggregation_reaches_into_nested_candidates():
 
 
 def test_kql_parser_sees_the_fields():
-    assert _kql_fields('operation : "search" and error : *') == {"operation", "error"}
-    assert _kql_fields("a.b : x-* and not c : BM25*") == {"a.b", "c"}
+    assert _kql_fields('operation : "search" and error : *') == ["operation", "error"]
+    assert _kql_fields("a.b : x-* and not c : BM25*") == ["a.b", "c"]

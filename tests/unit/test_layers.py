@@ -8,7 +8,8 @@ The layers, top to bottom (each may import its own layer and any layer below it)
                 imports its own framework only; nothing below imports an adapter)
     verify      ``hybrid-es verify``: conformance checks on a live cluster, over the ingestor,
                 the searcher and evaluation's model-free embedder
-    evaluation  metrics, pipeline runs, training, what the benchmarks share
+    deployment  the front door: ``HybridEs``, every part of a deployment built from its settings
+    evaluation  metrics, pipeline runs, training
     packets     evidence packets
     traces      trace documents, writer, hooks, reader
     ingest      documents, loaders, chunking, context headers, the indexer
@@ -21,7 +22,9 @@ The layers, top to bottom (each may import its own layer and any layer below it)
                 client_options, telemetry (OpenTelemetry spans and metrics; a no-op without it)
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
-dependency), and the module graph must have no cycle.
+dependency), and the module graph must have no cycle. Nothing in the package imports the
+repository's folders beside it that the wheel leaves out (``benchmarks/``, ``tests/``): an
+installed ``hybrid_es`` would fail on that import.
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hybrid_es"
+NOT_INSTALLED = ("benchmarks", "tests")
+"""Packages beside ``hybrid_es`` in the repository that the wheel does not ship."""
 LAYERS = [
     "api",
     "cli",
     "adapters",
     "verify",
+    "deployment",
     "evaluation",
     "packets",
     "traces",
@@ -101,6 +107,17 @@ def imports(module: str) -> set[str]:
     return {m for m in found if m in MODULES and m != module}
 
 
+def outside_imports(source: str) -> set[str]:
+    """The modules of :data:`NOT_INSTALLED` that ``source`` imports, anywhere in its body."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return {m for m in found if m.split(".")[0] in NOT_INSTALLED}
+
+
 def test_every_module_belongs_to_a_layer():
     for module in MODULES:
         assert layer(module) in LAYERS
@@ -115,6 +132,15 @@ def test_imports_only_go_down():
         if rank[layer(dep)] < rank[layer(m)]
     ]
     assert not upward, "upward imports:\n" + "\n".join(upward)
+
+
+def test_the_package_imports_nothing_the_wheel_leaves_out():
+    found = [
+        f"{m} imports {dep}"
+        for m, path in MODULES.items()
+        for dep in sorted(outside_imports(path.read_text(encoding="utf-8")))
+    ]
+    assert not found, "imports of code outside the package:\n" + "\n".join(found)
 
 
 def test_the_module_graph_has_no_cycle():
@@ -145,8 +171,11 @@ def test_the_checks_catch_what_they_claim():
     rank = {name: i for i, name in enumerate(LAYERS)}
     assert rank[layer("hybrid_es.cli.main")] < rank[layer("hybrid_es.retrieval.searcher")]
     assert rank[layer("hybrid_es.cluster.client")] > rank[layer("hybrid_es.ingest.indexer")]
-    assert "hybrid_es.retrieval.policy" in imports("hybrid_es.retrieval.searcher")
+    assert "hybrid_es.retrieval.policy" in imports("hybrid_es.retrieval.prepare")
     assert "hybrid_es.ingest.plan" in imports("hybrid_es.ingest.indexer")
+    lazy = "def f():\n    from benchmarks.bench import percentile\n    import tests.conftest\n"
+    assert outside_imports(lazy) == {"benchmarks.bench", "tests.conftest"}
+    assert not outside_imports("from hybrid_es.evaluation import metrics\nimport benchmarking\n")
 
 
 def test_each_subpackage_says_what_it_is_and_what_it_may_import():

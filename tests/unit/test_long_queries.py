@@ -14,7 +14,7 @@ from elasticsearch import Elasticsearch
 from pydantic import ValidationError
 
 from hybrid_es.errors import BadQueryError
-from hybrid_es.models import Principal, RequestScope
+from hybrid_es.models import Principal, RequestScope, SearchRequest
 from hybrid_es.retrieval.dialects import ElasticsearchDialect, OpenSearchDialect
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.queries import (
@@ -27,6 +27,7 @@ from hybrid_es.retrieval.queries import (
     sparse_query,
     standard_retriever,
 )
+from hybrid_es.retrieval.prepare import prepare
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.text.analysis import cap_terms
@@ -223,7 +224,7 @@ def test_the_searcher_names_the_legs_that_read_only_the_start():
 def test_the_searcher_cleans_with_its_own_limit():
     s = _searcher(None, params=RetrievalParams(max_query_chars=20))
     with pytest.raises(BadQueryError, match="limit is 20"):
-        s.prepare("x" * 21, PRINCIPAL, None, 10, False, 10, None)
+        prepare(s.context(), SearchRequest("x" * 21, PRINCIPAL))
 
 
 # --- the embedders' token window ------------------------------------------------------------------

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from hybrid_es.retrieval.query_batcher import QueryBatcher
+from hybrid_es.retrieval.query_vectors import QueryBatcher
 
 
 class _SlowModel:

@@ -11,7 +11,7 @@ from elasticsearch import Elasticsearch
 
 from hybrid_es.encoders.embedder import DEFAULT_EMBED_THREADS, torch_threads
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.retrieval.vector_cache import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
+from hybrid_es.retrieval.query_vectors import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
 from hybrid_es.settings import Settings
 
 
@@ -128,8 +128,8 @@ def test_the_cache_is_thread_safe() -> None:
 def test_a_repeated_query_of_a_tenant_is_embedded_once() -> None:
     emb = CountingEmbedder()
     s = _searcher(emb)
-    first = s.query_vector("tenant-a", "cancellation terms")
-    second = s.query_vector("tenant-a", "cancellation terms")
+    first = s.vectors.vector("tenant-a", "cancellation terms", s.embedder)
+    second = s.vectors.vector("tenant-a", "cancellation terms", s.embedder)
     assert first == second and emb.calls == ["cancellation terms"]
     assert (s.query_cache.hits, s.query_cache.misses) == (1, 1)
 
@@ -139,25 +139,25 @@ def test_the_same_query_of_another_tenant_is_embedded_again() -> None:
     # that another asked the same question.
     emb = CountingEmbedder()
     s = _searcher(emb)
-    a = s.query_vector("tenant-a", "cancellation terms")
-    b = s.query_vector("tenant-b", "cancellation terms")
+    a = s.vectors.vector("tenant-a", "cancellation terms", s.embedder)
+    b = s.vectors.vector("tenant-b", "cancellation terms", s.embedder)
     assert a == b and emb.calls == ["cancellation terms"] * 2
     assert s.query_cache.hits == 0
 
 
 def test_another_model_never_gets_a_cached_vector() -> None:
     s = _searcher(CountingEmbedder("model-a"))
-    s.query_vector("t", "q")
+    s.vectors.vector("t", "q", s.embedder)
     other = CountingEmbedder("model-b")  # another index's model (HYBRID_ES_EMBEDDER=auto)
-    s.query_vector("t", "q", other)
+    s.vectors.vector("t", "q", other)
     assert other.calls == ["q"]
 
 
 def test_query_cache_size_zero_embeds_every_time() -> None:
     emb = CountingEmbedder()
     s = _searcher(emb, query_cache_size=0)
-    s.query_vector("t", "q")
-    s.query_vector("t", "q")
+    s.vectors.vector("t", "q", s.embedder)
+    s.vectors.vector("t", "q", s.embedder)
     assert emb.calls == ["q", "q"] and len(s.query_cache) == 0
 
 
