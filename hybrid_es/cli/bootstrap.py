@@ -8,13 +8,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hybrid_es.cli.common import bad, client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import Json, bad, client, console, emit_json, err_console, settings
 from hybrid_es.errors import TemplateConflictError
 from hybrid_es.settings import Settings
 
 
 def capabilities(
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
     probe_writes: Annotated[
         bool,
         typer.Option(
@@ -61,7 +61,8 @@ def bootstrap(
         bool, typer.Option(help="Only compare installed objects with the files.")
     ] = False,
     tenant: Annotated[
-        list[str] | None, typer.Option(help="Install the reader role for a tenant.")
+        list[str] | None,
+        typer.Option(metavar="ID", help="Install the reader role for a tenant (repeatable)."),
     ] = None,
     roles: Annotated[
         bool,
@@ -74,15 +75,21 @@ def bootstrap(
     kibana: Annotated[
         str | None,
         typer.Option(
+            metavar="URL",
             help="Kibana URL to import saved objects into (TLS and credentials: the cluster's "
-            "HYBRID_ES_* settings, or user:password in the URL)."
+            "HYBRID_ES_* settings, or user:password in the URL).",
         ),
     ] = None,
     space: Annotated[
         str | None,
-        typer.Option("--space", "--kibana-space", help="Kibana space id (default: the default)."),
+        typer.Option(
+            "--space",
+            "--kibana-space",
+            metavar="ID",
+            help="Kibana space id (default: the default).",
+        ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Install templates, indices and roles idempotently, then print the capability report."""
     from hybrid_es.cluster.bootstrap import bootstrap as run_bootstrap
@@ -142,9 +149,3 @@ def bootstrap(
         _print_caps(caps, s)
     if check and any(a.status in ("missing", "conflict") for a in report.actions):
         raise typer.Exit(1)
-
-
-# -- search ----------------------------------------------------------------------------------
-
-
-# Long only for its typer options: one search call, then the provenance table.

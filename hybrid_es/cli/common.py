@@ -8,12 +8,15 @@ Records and caller inputs are printed only through :func:`safe` (tables, titles,
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import os
 import re
 import sys
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,24 +29,131 @@ from hybrid_es.textsafe import json_visible, one_line, visible
 console = Console()
 err_console = Console(stderr=True)
 
+# -- options more than one command declares ----------------------------------------------------
+#
+# Each is a type to annotate a command's parameter with; the caller and the request scope come as
+# blocks (:func:`caller_options`, :func:`scope_options`) that hand the command one value.
+
 # The caller: every command that reads or writes tenant data takes these (the CLI stands in for
 # the authenticated context that an application hands to the library).
-Tenant = Annotated[str, typer.Option(help="Caller's tenant.")]
-User = Annotated[str, typer.Option(help="Caller's user id.")]
-Groups = Annotated[list[str] | None, typer.Option("--group", help="Caller's groups.")]
+Tenant = Annotated[str, typer.Option(metavar="ID", help="Caller's tenant.")]
+User = Annotated[str, typer.Option(metavar="ID", help="Caller's user id.")]
+Groups = Annotated[
+    list[str] | None,
+    typer.Option("--group", metavar="ID", help="Caller's groups (repeatable)."),
+]
 ScopeVersion = Annotated[
     str | None,
     typer.Option(help="Caller's grant version (default: derived from the groups)."),
 ]
 # The question's request scope (search, and every packet reuse decision).
-AsOf = Annotated[str | None, typer.Option(help="Date the question is about (YYYY-MM-DD).")]
-Stay = Annotated[str | None, typer.Option(help="Stay dates FROM..TO (YYYY-MM-DD..YYYY-MM-DD).")]
-Booking = Annotated[list[str] | None, typer.Option(help="Booking scope.")]
-Property = Annotated[list[str] | None, typer.Option("--property", help="Property scope.")]
-SourceType = Annotated[list[str] | None, typer.Option(help="Allowed source types.")]
-Jurisdiction = Annotated[list[str] | None, typer.Option(help="Jurisdictions.")]
+AsOf = Annotated[
+    str | None, typer.Option(metavar="DATE", help="Date the question is about (YYYY-MM-DD).")
+]
+Stay = Annotated[
+    str | None,
+    typer.Option(metavar="FROM..TO", help="Stay dates FROM..TO (YYYY-MM-DD..YYYY-MM-DD)."),
+]
+Booking = Annotated[
+    list[str] | None, typer.Option(metavar="ID", help="Booking scope (repeatable).")
+]
+Property = Annotated[
+    list[str] | None,
+    typer.Option("--property", metavar="ID", help="Property scope (repeatable)."),
+]
+SourceType = Annotated[
+    list[str] | None,
+    typer.Option(metavar="TYPE", help="Allowed source types (repeatable)."),
+]
+Jurisdiction = Annotated[
+    list[str] | None,
+    typer.Option(metavar="CODE", help="Jurisdictions (repeatable)."),
+]
 Historical = Annotated[bool, typer.Option(help="Admit superseded versions.")]
+# What the commands share besides.
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+Embedder = Annotated[str | None, typer.Option(help="minilm | e5 | a model path")]
+
+R = TypeVar("R")
+
+
+def option_block(
+    name: str, options: tuple[inspect.Parameter, ...], make: Callable[..., Any]
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """A decorator that turns a command's parameter ``name`` into the command-line ``options``
+    (parameters: each a name, an option type such as :data:`Tenant`, and a default) and hands the
+    command ``make(**their values)`` in its place, so that a block of options is declared, and
+    checked, once. The options stand where ``name`` stood (help lists them there); every
+    parameter becomes keyword-only, as typer passes them."""
+    names = [p.name for p in options]
+
+    def decorate(command: Callable[..., R]) -> Callable[..., R]:
+        signature = inspect.signature(command, eval_str=True)
+        if name not in signature.parameters:
+            raise TypeError(f"{command.__name__} has no parameter {name!r} for its options")
+        params: list[inspect.Parameter] = []
+        for p in signature.parameters.values():
+            params.extend(options if p.name == name else [p])
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> R:
+            given = {k: values.pop(k) for k in names}
+            return command(**values, **{name: make(**given)})
+
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return decorate
+
+
+def _option(
+    name: str, annotation: object, default: object = inspect.Parameter.empty
+) -> inspect.Parameter:
+    """One option of a block: ``name``, its option type (``Tenant``), its default (none: it is
+    required)."""
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
+    )
+
+
+_CALLER = (_option("tenant", Tenant), _option("user", User, "cli"), _option("group", Groups, None))
+
+
+def caller_options(
+    *, scope_version: bool = False
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """The caller as options (``--tenant``, ``--user``, ``--group``; with ``scope_version``,
+    ``--scope-version`` too), handed to the command as its ``caller`` parameter: a Principal
+    (:func:`make_principal`: a mistake is a usage error naming its option)."""
+    extra = (_option("scope_version", ScopeVersion, None),) if scope_version else ()
+    return option_block(
+        "caller",
+        _CALLER + extra,
+        lambda tenant, user, group, scope_version=None: make_principal(
+            tenant, user, group, scope_version
+        ),
+    )
+
+
+scope_options = option_block(
+    "scope",
+    (
+        _option("as_of", AsOf, None),
+        _option("stay", Stay, None),
+        _option("booking", Booking, None),
+        _option("prop", Property, None),
+        _option("source_type", SourceType, None),
+        _option("jurisdiction", Jurisdiction, None),
+        _option("historical", Historical, False),
+    ),
+    lambda **options: make_scope(**options),
+)
+"""The question's request scope as options (``--as-of``, ``--stay``, ``--booking``,
+``--property``, ``--source-type``, ``--jurisdiction``, ``--historical``), handed to the command as
+its ``scope`` parameter: a RequestScope (:func:`make_scope`: a mistake is a usage error naming its
+option)."""
 
 
 _command_line_settings: dict[str, Any] = {}
@@ -304,38 +414,82 @@ WIDE_HITS = 120
 """Columns from which the hit table has one column per provenance field; below that (a standard
 80-column terminal, or output piped, which rich lays out at 80) each hit is one block of lines."""
 
+EXCERPT_CELLS = 130
+"""How much of a hit's text ``search`` shows: two lines at 80 columns, wrapped at words."""
 
-def hits_view(heading: str, rows: list[tuple[object, ...]], *, width: int | None = None) -> Table:
+
+def excerpt(text: str, cells: int = EXCERPT_CELLS) -> str:
+    """The start of a record's ``text`` to show under its title: spaces, tabs and line breaks
+    run together as one space, cut at a word within ``cells`` terminal cells (wide characters
+    count two), ``…`` where it was cut. Raw: print it through :func:`safe`, which makes every
+    other control character visible."""
+    from rich.cells import cell_len, set_cell_size
+
+    flat = re.sub(r"[ \t\n]+", " ", text).strip()
+    if cell_len(flat) <= cells:
+        return flat
+    head = set_cell_size(flat, cells - 1).rstrip()
+    word_end = head.rfind(" ")
+    if word_end > len(head) * 3 // 4:  # a long word or unspaced script is cut where it is
+        head = head[:word_end]
+    return head.rstrip() + "…"
+
+
+def hits_view(
+    heading: str,
+    rows: list[tuple[object, ...]],
+    *,
+    width: int | None = None,
+    texts: list[tuple[str, str]] | None = None,
+) -> Table:
     """The one hit view of ``search`` and ``traces show``. ``rows`` hold, per hit: rank, chunk,
-    version, sparse rank, dense rank, fused score, rerank score, authorization (as text).
+    version, sparse rank, dense rank, fused score, rerank score, authorization (as text);
+    ``texts``, where given (``search``), each hit's title and excerpt (:func:`excerpt`).
 
     At ``width`` (default: the console's) of :data:`WIDE_HITS` or more, a table with one column
-    each; narrower, a two-column table whose second column stacks, per hit, the chunk and version,
-    the ranks and scores, and the decision, so every field stays whole at 80 columns instead of
-    being cut to ``spa…``. Every cell goes through :func:`safe`."""
+    each (the title and excerpt in one, after the rank); narrower, a two-column table whose
+    second column stacks, per hit, the title and excerpt, the chunk and version, the ranks and
+    scores, and the decision, so every field stays whole at 80 columns instead of being cut to
+    ``spa…``. Every cell goes through :func:`safe`."""
     wide = (width or console.width) >= WIDE_HITS
-    t = Table(title=title(heading))
+    t = Table(title=title(heading), show_lines=texts is not None)
     t.add_column("#", justify="right")
     if wide:
+        if texts is not None:
+            t.add_column("hit", ratio=1, overflow="fold")
         t.add_column("chunk", no_wrap=True)
         for name in ("ver", "sparse", "dense", "fused", "rerank"):
             t.add_column(name, justify="right")
         t.add_column("authorization")
-        for row in rows:
-            add_row(t, *row)
+        for i, row in enumerate(rows):
+            cells = [safe(c) for c in row]
+            if texts is not None:
+                cells.insert(1, _hit_text(*texts[i]))
+            t.add_row(*cells)
         return t
-    t.add_column("chunk, provenance and decision")
-    for rank, chunk, ver, sparse, dense, fused, rerank, decision in rows:
-        block = Text()
-        block.append_text(safe(f"{chunk}  v{ver}", style="bold"))
-        block.append("\n")
-        block.append_text(
-            safe(f"sparse {sparse} · dense {dense} · fused {fused} · rerank {rerank}")
-        )
-        block.append("\n")
-        block.append_text(safe(decision))
-        t.add_row(safe(rank), block)
+    t.add_column(
+        ("title and excerpt, " if texts is not None else "") + "chunk, provenance and decision",
+        overflow="fold",
+    )
+    for i, (rank, chunk, ver, sparse, dense, fused, rerank, decision) in enumerate(rows):
+        lines = [] if texts is None else [_hit_text(*texts[i])]
+        lines += [
+            safe(f"{chunk}  v{ver}", style="bold" if texts is None else ""),
+            safe(f"sparse {sparse} · dense {dense} · fused {fused} · rerank {rerank}"),
+            safe(decision),
+        ]
+        t.add_row(safe(rank), Text("\n").join(lines))
     return t
+
+
+def _hit_text(heading: str, text: str) -> Text:
+    """A hit's title (bold; ``(no title)`` where it has none) over its excerpt, both through
+    :func:`safe`."""
+    out = safe(heading, style="bold") if heading else Text("(no title)", style="bold dim")
+    if text:
+        out.append("\n")
+        out.append_text(safe(text))
+    return out
 
 
 class RichProgress:

@@ -9,13 +9,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.common import Json, RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.help import App
 from hybrid_es.cli.reranker import (
     DatasetArgument,
     DevFractionOption,
     ForceOption,
     IndexOption,
-    JsonOption,
     LearningRateOption,
     MinutesOption,
     NegativePoolOption,
@@ -29,7 +29,7 @@ from hybrid_es.cli.reranker import (
     training_config,
 )
 
-app = typer.Typer(help="Adapt the dense embedder to a collection.", no_args_is_help=True)
+app = App(help="Adapt the dense embedder to a collection.")
 
 
 # Long only for its typer options: the body parses them, calls
@@ -58,7 +58,7 @@ def train_command(
     dev_fraction: DevFractionOption = 0.2,
     index: IndexOption = None,
     force: ForceOption = False,
-    as_json: JsonOption = False,
+    as_json: Json = False,
 ) -> None:
     """Mine hard negatives with hybrid RRF, fine-tune the bi-encoder, score held-out queries
     before and after, and save a sentence-transformers folder that --embedder can name."""

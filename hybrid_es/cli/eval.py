@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from hybrid_es.cli.common import RichProgress, client, console, emit_json, safe, settings, title
+from hybrid_es.cli.common import (
+    Json,
+    RichProgress,
+    client,
+    console,
+    emit_json,
+    safe,
+    settings,
+    title,
+)
 from hybrid_es.retrieval.fusion import DEFAULT_ALPHA, parse_alpha
 
 MAX_FAILURES_SHOWN = 10
@@ -76,7 +85,7 @@ def eval_command(
             help="Also match the client-side analysed terms (English stems, CJK bigrams)."
         ),
     ] = True,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Ingest (reusing unchanged documents), run the golden queries, print quality and latency."""
     from hybrid_es.encoders.embedder_choice import make_embedders

@@ -25,7 +25,9 @@ from rich.table import Table
 from rich.text import Text
 
 from hybrid_es.cli.common import (
+    Embedder,
     Groups,
+    Json,
     User,
     add_row,
     bad,
@@ -79,8 +81,9 @@ def ingest(
     tenant: Annotated[
         str,
         typer.Option(
+            metavar="ID",
             help="The caller's tenant: every document is written for it; a document that names "
-            "another tenant is refused."
+            "another tenant is refused.",
         ),
     ],
     user: User = "cli",
@@ -100,16 +103,24 @@ def ingest(
     llm_model: Annotated[
         str, typer.Option(help="Claude model for --contextualizer anthropic.")
     ] = "claude-haiku-4-5",
-    embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
+    embedder: Embedder = None,
     chunk_size: Annotated[int, typer.Option(help="Tokens per chunk (model tokenizer).")] = 200,
     overlap: Annotated[int, typer.Option(help="Tokens repeated from the previous chunk.")] = 40,
     batch_size: Annotated[int, typer.Option(help="Documents embedded and written at once.")] = 64,
     ext: Annotated[
-        list[str] | None, typer.Option(help="Also read files with this suffix (folder), e.g. .py")
+        list[str] | None,
+        typer.Option(
+            metavar="SUFFIX",
+            help="Also read files with this suffix (folder), e.g. .py (repeatable).",
+        ),
     ] = None,
     field_map: Annotated[
         list[str] | None,
-        typer.Option("--map", help="Rename a field before validation: SOURCE=TARGET (doc_id=id)."),
+        typer.Option(
+            "--map",
+            metavar="SOURCE=TARGET",
+            help="Rename a field before validation: SOURCE=TARGET (doc_id=id; repeatable).",
+        ),
     ] = None,
     map_file: Annotated[
         Path | None, typer.Option(help='A JSON file of {"SOURCE": "TARGET"} renames.')
@@ -129,7 +140,7 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option(help="Validate and chunk only: no cluster, no model call.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> None:
     """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
     from hybrid_es.encoders.embedder_choice import make_embedders

@@ -10,18 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.text import Text
 
 from hybrid_es.cli.common import err_console, given_on_command_line, safe
 from hybrid_es.cli.exits import ExitCode, exit_code_for, help_text
+from hybrid_es.cli.help import App
 from hybrid_es.errors import HybridEsError
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
+app = App(
     help="Permission-safe hybrid retrieval for Elasticsearch.",
     epilog=help_text(),
 )
@@ -88,52 +87,8 @@ def _configure_logging(level: str | None, fmt: str) -> None:
     _state["logging"] = True
 
 
-_NB_HYPHEN = "\u2011"
-
-
-_HelpFormatter: Any = typer.Context.formatter_class  # click's (typer vendors click)
-
-
-class _KeepHyphens(_HelpFormatter):  # type: ignore[misc]
-    """click's help formatter, but an option's help never breaks at a hyphen inside a word
-    (``hybrid-es-`` / ``admin``, ``[default: no-`` / ``historical]``, ``--llm-`` / ``model``):
-    each hyphen is held as a non-breaking one (U+2011, as wide) while the text is wrapped."""
-
-    def write_dl(self, rows: Any, *args: Any, **kwargs: Any) -> None:
-        start = len(self.buffer)
-        held = [(term, text.replace("-", _NB_HYPHEN)) for term, text in rows]
-        super().write_dl(held, *args, **kwargs)
-        self.buffer[start:] = [s.replace(_NB_HYPHEN, "-") for s in self.buffer[start:]]
-
-
-class _PlainHelpContext(typer.Context):
-    formatter_class = _KeepHyphens
-
-
-def _plain_help_when_narrow(ctx: typer.Context) -> None:
-    """Below :data:`~hybrid_es.cli.common.WIDE_HITS` columns (a standard terminal, or output
-    piped, which rich lays out at 80), every command's ``--help`` in click's plain two-column
-    layout (:class:`_KeepHyphens`): rich's option table splits 80 columns five ways, squeezing
-    the help to about 20 and cutting a long word short (``YYYY-MM-D…``). Runs in the root
-    callback, which click calls before a subcommand reads its ``--help``; ``hybrid-es --help``
-    itself (a list of commands, readable at 80) keeps rich's layout."""
-    from rich.console import Console
-
-    from hybrid_es.cli.common import WIDE_HITS
-
-    if Console().width >= WIDE_HITS:
-        return
-    stack = list(getattr(ctx.command, "commands", {}).values())
-    while stack:
-        cmd = stack.pop()
-        cmd.rich_markup_mode = None
-        cmd.context_class = _PlainHelpContext
-        stack.extend(getattr(cmd, "commands", {}).values())
-
-
 @app.callback()
 def _root(
-    ctx: typer.Context,
     debug: Annotated[bool, typer.Option(help="Show tracebacks on errors.")] = False,
     log_level: Annotated[
         str | None,
@@ -168,7 +123,6 @@ def _root(
     _state["debug"] = debug
     given_on_command_line(start_local_env=start_local_env)
     _configure_logging(log_level, log_format)
-    _plain_help_when_narrow(ctx)
 
 
 def _register() -> None:

@@ -15,32 +15,30 @@ from rich.table import Table
 from rich.text import Text
 
 from hybrid_es.cli.common import (
-    AsOf,
-    Booking,
-    Groups,
-    Historical,
     Json,
-    Jurisdiction,
-    Property,
-    ScopeVersion,
-    SourceType,
-    Stay,
     Tenant,
     User,
     add_row,
+    caller_options,
     client,
     console,
     emit_json,
     make_principal,
-    make_scope,
     make_searcher,
     safe,
+    scope_options,
     settings,
     title,
     tracer,
 )
+from hybrid_es.cli.help import App
+from hybrid_es.models import Principal, RequestScope
 
-app = typer.Typer(no_args_is_help=True, help="Evidence packets: build, revalidate, render.")
+app = App(help="Evidence packets: build, revalidate, render.")
+
+PacketId = Annotated[
+    str, typer.Argument(help="One of the caller's packets, e.g. JPN-2026-0417-packet-v1.")
+]
 
 
 def _service(*, warm: bool = True) -> Any:
@@ -97,38 +95,23 @@ def _print_verdict(pid: str, v: Any) -> None:
 
 
 @app.command()
+@caller_options(scope_version=True)
+@scope_options
 def build(
     case_id: Annotated[str, typer.Argument(help="The case, e.g. JPN-2026-0417.")],
     query: Annotated[str, typer.Option(help="The retrieval question for the packet.")],
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    scope_version: ScopeVersion = None,
+    caller: Principal,
+    scope: RequestScope,
     label: Annotated[str | None, typer.Option(help="Query-scope label.")] = None,
-    stay: Stay = None,
-    as_of: AsOf = None,
-    booking: Booking = None,
-    prop: Property = None,
-    source_type: SourceType = None,
-    jurisdiction: Jurisdiction = None,
-    historical: Historical = False,
-    unresolved: Annotated[list[str] | None, typer.Option(help="Open questions.")] = None,
+    unresolved: Annotated[
+        list[str] | None, typer.Option(help="Open questions (repeatable).")
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Retrieve and store the caller's packet for a case (the next version if one exists)."""
-    principal = make_principal(tenant, user, group, scope_version)
-    scope = make_scope(
-        as_of=as_of,
-        stay=stay,
-        booking=booking,
-        prop=prop,
-        source_type=source_type,
-        jurisdiction=jurisdiction,
-        historical=historical,
-    )
     svc = _service()
     stored = svc.build(
-        case_id, label or case_id, query, principal, scope, unresolved=tuple(unresolved or ())
+        case_id, label or case_id, query, caller, scope, unresolved=tuple(unresolved or ())
     )
     p50, _ = svc.metrics.percentiles("packet_build")
     if as_json:
@@ -139,64 +122,25 @@ def build(
 
 
 @app.command()
-def show(
-    packet_id: str,
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    scope_version: ScopeVersion = None,
-    as_json: Json = False,
-) -> None:
+@caller_options(scope_version=True)
+def show(packet_id: PacketId, caller: Principal, as_json: Json = False) -> None:
     """Print one of the caller's manifests (members the caller may no longer see withheld)."""
-    principal = make_principal(tenant, user, group, scope_version)
-    manifest, withheld = _service(warm=False).show(packet_id, principal)
+    manifest, withheld = _service(warm=False).show(packet_id, caller)
     if as_json:
         emit_json({"manifest": manifest.model_dump(mode="json"), "withheld_members": withheld})
     else:
         _print_manifest(manifest, withheld)
 
 
-def _follow_up(
-    as_of: str | None,
-    stay: str | None,
-    booking: list[str] | None,
-    prop: list[str] | None,
-    source_type: list[str] | None,
-    jurisdiction: list[str] | None,
-    historical: bool,
-) -> Any:
-    return make_scope(
-        as_of=as_of,
-        stay=stay,
-        booking=booking,
-        prop=prop,
-        source_type=source_type,
-        jurisdiction=jurisdiction,
-        historical=historical,
-    )
-
-
 @app.command()
+@caller_options(scope_version=True)
+@scope_options
 def validate(
-    packet_id: str,
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    scope_version: ScopeVersion = None,
-    stay: Stay = None,
-    as_of: AsOf = None,
-    booking: Booking = None,
-    prop: Property = None,
-    source_type: SourceType = None,
-    jurisdiction: Jurisdiction = None,
-    historical: Historical = False,
-    as_json: Json = False,
+    packet_id: PacketId, caller: Principal, scope: RequestScope, as_json: Json = False
 ) -> None:
     """Revalidate a packet for a follow-up about the given scope: reuse, refresh_required,
     deny, unverified or withhold (exit 3 unless reuse)."""
-    principal = make_principal(tenant, user, group, scope_version)
-    scope = _follow_up(as_of, stay, booking, prop, source_type, jurisdiction, historical)
-    v = _service(warm=False).validate(packet_id, principal, scope=scope)
+    v = _service(warm=False).validate(packet_id, caller, scope=scope)
     if as_json:
         emit_json(v.model_dump(mode="json"))
     else:
@@ -206,17 +150,10 @@ def validate(
 
 
 @app.command()
-def refresh(
-    packet_id: str,
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    scope_version: ScopeVersion = None,
-    as_json: Json = False,
-) -> None:
+@caller_options(scope_version=True)
+def refresh(packet_id: PacketId, caller: Principal, as_json: Json = False) -> None:
     """Re-run retrieval for the packet's query scope and write the next version."""
-    principal = make_principal(tenant, user, group, scope_version)
-    stored = _service().refresh(packet_id, principal)
+    stored = _service().refresh(packet_id, caller)
     if as_json:
         emit_json(stored.manifest.model_dump(mode="json"))
     else:
@@ -224,27 +161,18 @@ def refresh(
 
 
 @app.command()
+@caller_options(scope_version=True)
+@scope_options
 def render(
-    packet_id: str,
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    scope_version: ScopeVersion = None,
-    stay: Stay = None,
-    as_of: AsOf = None,
-    booking: Booking = None,
-    prop: Property = None,
-    source_type: SourceType = None,
-    jurisdiction: Jurisdiction = None,
-    historical: Historical = False,
+    packet_id: PacketId,
+    caller: Principal,
+    scope: RequestScope,
     budget: Annotated[int, typer.Option(help="Token budget.")] = 2000,
     as_json: Json = False,
 ) -> None:
     """Revalidate, render and release-check: print the packet as model context for a follow-up
     about the given scope (only when both checks say reuse; exit 3 otherwise)."""
-    principal = make_principal(tenant, user, group, scope_version)
-    scope = _follow_up(as_of, stay, booking, prop, source_type, jurisdiction, historical)
-    v, r = _service(warm=False).render(packet_id, principal, scope=scope, budget_tokens=budget)
+    v, r = _service(warm=False).render(packet_id, caller, scope=scope, budget_tokens=budget)
     if as_json:
         emit_json(
             {

@@ -10,9 +10,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from hybrid_es.cli.common import RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.common import Json, RichProgress, client, console, emit_json, settings
+from hybrid_es.cli.help import App
 
-app = typer.Typer(help="Train and inspect the cross-encoder reranker.", no_args_is_help=True)
+app = App(help="Train and inspect the cross-encoder reranker.")
 
 # -- what ``embedder train`` shares (cli/embedder.py imports it): the options both commands
 # declare alike (each sets its own defaults) and the checks before any work.
@@ -29,13 +30,12 @@ StepsOption = Annotated[
 ScheduleStepsOption = Annotated[
     int | None, typer.Option(help="Learning-rate schedule length (replays a run).")
 ]
-SeedOption = Annotated[int, typer.Option()]
+SeedOption = Annotated[int, typer.Option(help="Random seed (sampling, shuffling, init).")]
 NegativePoolOption = Annotated[int, typer.Option(help="Sample negatives from this top.")]
-LearningRateOption = Annotated[float, typer.Option()]
+LearningRateOption = Annotated[float, typer.Option(help="Optimizer learning rate.")]
 DevFractionOption = Annotated[float, typer.Option(help="Training queries held out.")]
 IndexOption = Annotated[str | None, typer.Option(help="Index (default derived).")]
 ForceOption = Annotated[bool, typer.Option(help="Overwrite a non-empty --out folder.")]
-JsonOption = Annotated[bool, typer.Option("--json")]
 
 C = TypeVar("C")
 
@@ -104,7 +104,7 @@ def train_command(
     rerank_depth: Annotated[int, typer.Option(help="Pool reranked on the held-out set.")] = 20,
     index: IndexOption = None,
     force: ForceOption = False,
-    as_json: JsonOption = False,
+    as_json: Json = False,
 ) -> None:
     """Mine hard negatives with hybrid RRF, fine-tune, choose the blend weight on held-out
     queries, and save a CrossEncoder folder that HYBRID_ES_RERANKER_MODEL can point at."""

@@ -1,4 +1,5 @@
-"""``hybrid-es search``: one hybrid search as the caller, with a provenance table."""
+"""``hybrid-es search``: one hybrid search as the caller: each hit's title, an excerpt of its
+text, and its provenance."""
 
 from __future__ import annotations
 
@@ -8,45 +9,32 @@ from typing import Annotated, Any
 import typer
 
 from hybrid_es.cli.common import (
-    AsOf,
-    Booking,
-    Groups,
-    Historical,
+    Embedder,
     Json,
-    Jurisdiction,
-    Property,
-    SourceType,
-    Stay,
-    Tenant,
-    User,
     bad,
+    caller_options,
     console,
     emit_json,
+    excerpt,
     hits_view,
-    make_principal,
-    make_scope,
     make_searcher,
     safe,
+    scope_options,
     settings,
 )
+from hybrid_es.models import Principal, RequestScope
 
 
+@caller_options()
+@scope_options
 def search(
     query: Annotated[str, typer.Argument(help="The question.")],
-    tenant: Tenant,
-    user: User = "cli",
-    group: Groups = None,
-    as_of: AsOf = None,
-    stay: Stay = None,
-    booking: Booking = None,
-    prop: Property = None,
-    source_type: SourceType = None,
-    jurisdiction: Jurisdiction = None,
-    historical: Historical = False,
+    caller: Principal,
+    scope: RequestScope,
     top_k: Annotated[int, typer.Option(help="Hits to return.")] = 5,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the cross-encoder.")] = False,
     fusion: Annotated[str | None, typer.Option(help="auto | native | client")] = None,
-    embedder: Annotated[str | None, typer.Option(help="minilm | e5 | a model path")] = None,
+    embedder: Embedder = None,
     filter_json: Annotated[
         str | None,
         typer.Option(
@@ -58,25 +46,15 @@ def search(
     ] = None,
     as_json: Json = False,
 ) -> None:
-    """Hybrid search with a provenance table."""
+    """Hybrid search: each hit's title, an excerpt of its text and its provenance."""
     s = settings()
     filters = parse_filter(filter_json, s.filterable_fields)
-    scope = make_scope(
-        as_of=as_of,
-        stay=stay,
-        booking=booking,
-        prop=prop,
-        source_type=source_type,
-        jurisdiction=jurisdiction,
-        historical=historical,
-    )
-    principal = make_principal(tenant, user, group)
     t_load = time.perf_counter()
     searcher = make_searcher(s, embedder, fusion, rerank=not no_rerank)
     load_ms = (time.perf_counter() - t_load) * 1000
     resp = searcher.search(
         query,
-        principal,
+        caller,
         scope,
         top_k=top_k,
         rerank=not no_rerank,
@@ -99,7 +77,9 @@ def search(
         )
         for h in resp.hits
     ]
-    console.print(hits_view(f"{query!r} as {tenant}/{user}", rows, width=console.width))
+    texts = [(h.title, excerpt(h.text)) for h in resp.hits]
+    heading = f"{query!r} as {caller.tenant}/{caller.user_id}"
+    console.print(hits_view(heading, rows, width=console.width, texts=texts))
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in resp.timings_ms.items())
     weight = "" if resp.dense_weight is None else f"; dense weight {resp.dense_weight:.2f}"
     model = "" if resp.embedder is None else f"; query embedded by {resp.embedder}"

@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 
 from hybrid_es.cli.common import (
+    Json,
     User,
     add_row,
     bad,
@@ -26,13 +27,12 @@ from hybrid_es.cli.common import (
     settings,
     title,
 )
+from hybrid_es.cli.help import App
 from hybrid_es.traces.documents import NS, STAGES, value_at
 from hybrid_es.traces.reader import ID_CHARS, TraceReader
 from hybrid_es.traces.storage import TraceStorage
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
+app = App(
     help="Read query and packet traces (what Kibana's traces dashboard shows); prune old ones.",
 )
 
@@ -43,12 +43,13 @@ IndexOption = Annotated[
     str | None,
     typer.Option(
         "--index",
+        metavar="NAME",
         help="Traces index, data stream or pattern to read (default: HYBRID_ES_TRACES_INDEX-*: "
         "the data stream and every dated index).",
     ),
 ]
 TenantOption = Annotated[
-    str | None, typer.Option(help="Caller's tenant (required unless --operator).")
+    str | None, typer.Option(metavar="ID", help="Caller's tenant (required unless --operator).")
 ]
 OperatorOption = Annotated[
     bool,
@@ -69,13 +70,13 @@ def _caller(tenant: str | None, user: str, operator: bool) -> Any:
 
 @app.command()
 def tail(
-    n: Annotated[int, typer.Option("-n", "--lines", min=1, max=1000, help="How many.")] = 20,
+    n: Annotated[int, typer.Option("-n", "--lines", min=1, max=1000, help="How many traces.")] = 20,
     tenant: TenantOption = None,
     user: User = "cli",
     operator: OperatorOption = False,
     errors: Annotated[bool, typer.Option("--errors", help="Only traces with an error.")] = False,
     index: IndexOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the documents as JSON.")] = False,
+    as_json: Json = False,
 ) -> None:
     """The caller's most recent traces, oldest first (like tail)."""
     principal = _caller(tenant, user, operator)
@@ -87,24 +88,75 @@ def tail(
         emit_json(docs)
         return
     who = (tenant or "every tenant") if operator else f"{tenant}/{user}"
-    t = Table(title=title(f"last {len(docs)} trace(s) in {reader.index} for {who}"))
-    for name, justify in [
-        ("time (UTC)", "left"),
-        ("trace", "left"),
-        ("operation", "left"),
-        ("who", "left"),
-        ("query / packet", "left"),
-        ("fusion", "left"),
-        ("hits", "right"),
-        ("total ms", "right"),
-        ("outcome", "left"),
-    ]:
+    heading = f"last {len(docs)} trace(s) in {reader.index} for {who}"
+    console.print(tail_view(heading, docs, operator=operator))
+    if not docs:
+        console.print("no traces yet: searches write them once tracing is enabled", style="dim")
+
+
+TAIL_COLUMNS = (
+    ("time (UTC)", "left"),
+    ("trace", "left"),
+    ("operation", "left"),
+    ("who", "left"),
+    ("query / packet", "left"),
+    ("fusion", "left"),
+    ("hits", "right"),
+    ("total ms", "right"),
+    ("outcome", "left"),
+)
+"""The columns of ``tail``'s table where the terminal is wide enough for each whole."""
+
+
+def tail_view(heading: str, docs: list[dict[str, Any]], *, operator: bool) -> Table:
+    """``tail``'s traces: a table with a column per field (:data:`TAIL_COLUMNS`) where the
+    console is wide enough to show every cell whole; narrower (80 columns, or output piped), two
+    columns, so that nothing is cut to an ellipsis: the time and the trace id to give ``show``,
+    and two lines of what happened: the operation (by whom, for an operator, who reads many
+    callers'), its outcome; the query (its text where traces keep it, else its hash's first
+    characters) or packet, the fusion path, hits and total milliseconds. Every cell goes through
+    ``safe``."""
+    t = Table(title=title(heading))
+    for name, justify in TAIL_COLUMNS:
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for d in docs:
         add_row(t, *_row(d))
-    console.print(t)
-    if not docs:
-        console.print("no traces yet: searches write them once tracing is enabled", style="dim")
+    natural = console.measure(t, options=console.options.update_width(10_000)).maximum
+    if natural <= console.width:
+        return t
+    t = Table(title=title(heading))
+    t.add_column("time (UTC) / trace", no_wrap=True)
+    t.add_column("operation · outcome / query or packet · fusion · hits · ms")
+    for d in docs:
+        when, trace, operation, who, _, fusion, hits, total, outcome = _row(d)
+        head = safe(operation, style="bold")
+        if operator:
+            head.append_text(safe(f" by {who}"))
+        head.append(" · ")
+        head.append_text(safe(outcome, style="red" if outcome.startswith("error") else ""))
+        facts = [_subject(d)]
+        facts += [] if fusion == "-" else [fusion]
+        facts += [] if hits == "-" else [f"{hits} hit(s)"]
+        facts += [] if total == "-" else [f"{total} ms"]
+        t.add_row(
+            safe(when.partition(".")[0]).append("\n").append_text(safe(trace)),
+            head.append("\n").append_text(safe(" · ".join(facts))),
+        )
+    return t
+
+
+def _subject(d: dict[str, Any]) -> str:
+    """What a trace was about, short: ``packet ID``, the query's text where the deployment
+    keeps it (``HYBRID_ES_TRACE_QUERY_TEXT``), else ``query`` and its hash's first characters
+    (enough to match two traces of one query)."""
+    packet = _v(d, f"{NS}.packet.id")
+    if packet:
+        return f"packet {packet}"
+    text = _v(d, f"{NS}.query_text")
+    if text:
+        return f"query {text!r}"
+    digest = _v(d, f"{NS}.query_hash")
+    return f"query {str(digest)[:ID_CHARS]}" if digest else "-"
 
 
 def _v(d: dict[str, Any], path: str) -> Any:
@@ -148,7 +200,7 @@ def show(
     user: User = "cli",
     operator: OperatorOption = False,
     index: IndexOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the document as JSON.")] = False,
+    as_json: Json = False,
 ) -> None:
     """One of the caller's traces in full: who, what, per-stage latency and every candidate
     with provenance."""
@@ -231,7 +283,9 @@ def prune(
     older_than: Annotated[
         str,
         typer.Option(
-            "--older-than", help="Delete traces older than this: whole days or hours (30d, 12h)."
+            "--older-than",
+            metavar="AGE",
+            help="Delete traces older than this: whole days or hours (30d, 12h).",
         ),
     ],
     operator: Annotated[
@@ -241,7 +295,7 @@ def prune(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    as_json: Json = False,
 ) -> None:
     """Delete old traces, whole indices at a time: dated indices whose day is over the age, and
     (where the cluster does not age them out itself) old backing indices of the data stream."""

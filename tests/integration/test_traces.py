@@ -301,6 +301,12 @@ def test_cli_tail_and_show_are_scoped_to_the_caller(es, embedder, corpus, storag
     trace_id = doc["trace"]["id"]
     short = trace_id[:12]
     assert short in out.output
+    # Issue 39: at 80 columns every value is whole (it was mostly ellipses).
+    narrow = _run("tail", *a_user, env={**env, "COLUMNS": "80"})
+    assert narrow.exit_code == 0, narrow.output
+    assert "…" not in narrow.output and max(map(len, narrow.output.splitlines())) <= 80
+    assert short in narrow.output and resp.fusion_path in narrow.output
+    assert f"{len(resp.hits)} hit(s)" in narrow.output
     shown = _run("show", short, *a_user, env=env)
     assert shown.exit_code == 0, shown.output
     for h in resp.hits:

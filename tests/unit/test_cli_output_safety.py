@@ -141,6 +141,8 @@ def _hit() -> Hit:
         doc_id="D1",
         index="chunks",
         source_version=3,
+        title=f"T{HOSTILE}",
+        text=f"X{HOSTILE} and more",
         fused_score=0.5,
         final_rank=1,
         fusion_path="client-rrf",
@@ -181,6 +183,9 @@ def test_search_table_and_lines_show_escapes(cli, searcher):
     )
     assert f"D1::v3::{SHOWN}" in out
     assert f"allow: {SHOWN}" in out
+    # The title and the excerpt (its line breaks run together as spaces) are record text too.
+    assert f"T{SHOWN}" in out
+    assert "X" + SHOWN.replace("\\n", " ") + " and more" in out
     assert f"fusion: client-rrf ({SHOWN})\nrerank: {SHOWN}\n" in out
 
 
@@ -190,6 +195,8 @@ def test_search_json_escapes_bidi_and_c1_but_parses_back(cli, searcher):
     _no_raw(out)
     data = json.loads(out)
     assert data["rerank_note"] == HOSTILE and data["hits"][0]["chunk_id"] == f"D1::v3::{HOSTILE}"
+    assert data["hits"][0]["title"] == f"T{HOSTILE}"
+    assert data["hits"][0]["text"] == f"X{HOSTILE} and more"  # whole, not the excerpt
 
 
 def test_tables_keep_their_layout_at_80_columns(cli, searcher, packets):
@@ -208,6 +215,11 @@ def test_tables_keep_their_layout_at_80_columns(cli, searcher, packets):
             elif inside:
                 assert line[0] in "┃│┡├└" and line[-1] in "┃│┩┤┘", line
                 inside = not line.startswith("└")
+        if args[0] == "search":  # the hit's title and excerpt, folded in their cell, escaped
+            cell = "".join("".join("".join(ln.split("│")[2:-1]) for ln in lines).split())
+            assert "".join(f"T{SHOWN}".split()) in cell
+            excerpt = "X" + SHOWN.replace("\\n", " ") + " and more"  # line breaks: spaces
+            assert "".join(excerpt.split()) in cell
 
 
 TRACE = {
