@@ -1,4 +1,4 @@
-"""OpenTelemetry spans and metrics for searches and packets; a no-op without OpenTelemetry.
+"""OpenTelemetry spans and metrics for searches, ingests and packets; a no-op without OpenTelemetry.
 
 ``pip install '.[otel]'`` brings ``opentelemetry-api``; the application configures the SDK
 (providers, exporters) as it does for everything else, and hybrid-es reports to the global
@@ -6,27 +6,29 @@ providers (or to those given to :func:`configure`, e.g. in tests). Without the A
 :func:`span` hands back one shared do-nothing context manager and the ``record_*`` functions
 return at once: the cost is a function call.
 
-What is reported (nothing else, and never the query text or a record's text, as elasticsearch-py
-leaves request bodies out of its spans):
+docs/telemetry.md is the reference: every span and metric, its attributes and units, in tables
+that tests/integration/test_telemetry.py compares with what the SDK's in-memory exporter records.
+In short:
 
 - spans ``hybrid_es.search`` with a child per stage (``prepare``, ``embed``, ``retrieve``,
-  ``fusion``, ``read_records``, ``authorize``, ``rerank``, ``assemble``) and
-  ``hybrid_es.packet.<operation>``; attributes: the fusion path, the fallback kind, counts
-  (hits, candidates, top_k), whether it reranked, the trace id, and on failure ``error.type``
-  (the exception's class) with the span's status set to error;
-- a span ``hybrid_es.ingest.batch`` per ingest batch: its documents, the chunks written,
-  embedded, skipped unchanged, superseded and removed, the failed items and documents, and the
-  milliseconds of each step (``read_ms``, ``plan_ms``, ``embed_ms``, ``bulk_ms``);
-- metrics (meter ``hybrid_es``): ``hybrid_es.search.duration`` (histogram, ms, by ``stage``),
-  ``hybrid_es.search.requests`` (counter, by ``outcome`` and ``fusion_path``),
-  ``hybrid_es.search.refusals`` (counter, by ``reason``: a class of :mod:`hybrid_es.errors` or
-  ``other``), ``hybrid_es.search.fallbacks`` (counter, by ``reason``: one of :data:`FALLBACKS`),
-  ``hybrid_es.packet.duration`` (histogram, ms, by ``operation``),
-  ``hybrid_es.packet.verdicts`` (counter, by ``verdict``), ``hybrid_es.traces.dropped``
-  (counter, by ``reason``: one of :data:`TRACE_DROP_REASONS`) and ``hybrid_es.writes.refused``
-  (counter, by ``operation``, ``write`` or ``delete``, and ``reason``: one of
-  ``ingest.authority.REFUSALS``). Every attribute takes a bounded
-  set of values, so no instrument grows with the traffic.
+  ``legs``, ``fusion``, ``read_records``, ``authorize``, ``rerank``, ``assemble``), a span
+  ``hybrid_es.ingest.batch`` per ingest batch (its counts and the milliseconds of each step) and
+  ``hybrid_es.packet.<operation>``; their own attributes are ``hybrid_es.<name>``, and on
+  failure ``error.type`` (the exception's class) with the span's status set to error;
+- the spans that stand for an operation on the cluster also carry OpenTelemetry's database
+  conventions (:func:`db_attributes`: ``db.system.name`` ``elasticsearch`` or ``opensearch``,
+  ``db.operation.name``, ``db.collection.name``, ``server.address``, ``server.port``), the names
+  elasticsearch-py's own spans use, so a trace view groups them with the client's;
+- metrics (meter ``hybrid_es``, :data:`METRICS`): the duration histograms
+  ``hybrid_es.search.duration`` (by ``stage``) and ``hybrid_es.packet.duration`` (by
+  ``operation``) in seconds (unit ``s``, as the conventions measure durations; callers pass
+  milliseconds, converted here), and counters of searches, refusals, fallbacks, packet
+  verdicts, dropped traces and refused writes. Every attribute takes a bounded set of values,
+  so no instrument grows with the traffic.
+
+Never the query text, a record's text, a case id or a principal: request bodies stay out of
+the client's spans too (``cluster.client.SpanSafeElasticsearch``, whatever
+``OTEL_PYTHON_INSTRUMENTATION_ELASTICSEARCH_CAPTURE_SEARCH_QUERY`` says).
 
 A failing or slow backend: every call into OpenTelemetry here is guarded, so an exception in it
 is logged (once a minute) and never reaches the search. The API's own calls are in-memory; the
@@ -39,11 +41,14 @@ tests only.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+from urllib.parse import urlsplit
 
 from hybrid_es import errors as _errors
 
@@ -77,6 +82,139 @@ STAGES: Final = (
     "total",
 )
 """The stages whose latency ``hybrid_es.search.duration`` records (the searcher's timings)."""
+
+DURATION_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+)
+"""The duration histograms' bucket boundaries, in seconds: OpenTelemetry's advice for request
+durations (0.005 to 10 s), with 0.5, 1 and 2.5 ms added for the sub-millisecond stages
+(fusion, authorize). The SDK's default boundaries (0 to 10,000) were drawn for milliseconds: in
+seconds every search would fall in the first bucket."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One instrument hybrid-es records (docs/telemetry.md lists them all, tested)."""
+
+    name: str
+    instrument: Literal["histogram", "counter"]
+    unit: str
+    """UCUM, as OpenTelemetry's conventions write it (``s``); empty for a plain count."""
+    attributes: tuple[str, ...]
+    description: str
+
+
+METRICS: Final = (
+    Metric("hybrid_es.search.duration", "histogram", "s", ("stage",), "search latency per stage"),
+    Metric(
+        "hybrid_es.search.requests",
+        "counter",
+        "",
+        ("outcome", "fusion_path"),
+        "searches by outcome and fusion path",
+    ),
+    Metric(
+        "hybrid_es.search.refusals",
+        "counter",
+        "",
+        ("reason",),
+        "failed or refused searches by reason",
+    ),
+    Metric("hybrid_es.search.fallbacks", "counter", "", ("reason",), "fusion fallbacks by reason"),
+    Metric(
+        "hybrid_es.packet.duration",
+        "histogram",
+        "s",
+        ("operation",),
+        "packet operation latency",
+    ),
+    Metric("hybrid_es.packet.verdicts", "counter", "", ("verdict",), "packet verdicts"),
+    Metric(
+        "hybrid_es.traces.dropped",
+        "counter",
+        "",
+        ("reason",),
+        "traces lost by the writer, by reason",
+    ),
+    Metric(
+        "hybrid_es.writes.refused",
+        "counter",
+        "",
+        ("operation", "reason"),
+        "writes and deletes refused by the tenant's write authority",
+    ),
+)
+"""Every metric (meter ``hybrid_es``): the instruments are made from this, once."""
+
+DB_SYSTEMS: Final = ("elasticsearch", "opensearch")
+"""``db.system.name`` as OpenTelemetry's conventions name the two engines (and as
+elasticsearch-py's own spans set it)."""
+
+
+class Cluster(Protocol):
+    """What :func:`db_attributes` reads of an engine (``cluster.engine.Engine``, the async one):
+    its flavour and its URL (redacted: no credentials)."""
+
+    @property
+    def flavor(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+
+def db_attributes(
+    cluster: Cluster, operation: str, collection: str | None = None
+) -> dict[str, str | int]:
+    """OpenTelemetry's database conventions for one operation on ``cluster``, for the spans of
+    :func:`span` (its second argument): ``db.system.name`` (``elasticsearch`` or ``opensearch``),
+    ``db.operation.name`` (``operation``: a client endpoint's name such as ``search``,
+    ``msearch`` or ``bulk``, or hybrid-es's own such as ``ingest`` or ``packet.build``),
+    ``db.collection.name`` (``collection``: the index; left out when None or empty) and
+    ``server.address`` and ``server.port`` of the engine's URL (the first node's when it names
+    several; the scheme's port when it names none; both left out when it cannot be read, e.g.
+    an engine made around a client without a URL). Pure, never raises; the URL's parts are
+    cached."""
+    out: dict[str, str | int] = {}
+    system = getattr(cluster, "flavor", None)
+    if system in DB_SYSTEMS:
+        out["db.system.name"] = str(system)
+    out["db.operation.name"] = operation
+    if collection:
+        out["db.collection.name"] = collection
+    out.update(_server(str(getattr(cluster, "url", "") or "")))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _server(url: str) -> dict[str, str | int]:
+    try:
+        parts = urlsplit(url.split(",", 1)[0].strip())
+        if not parts.hostname:
+            return {}
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:  # a port that is not a number: the URL is for the client to refuse
+        return {}
+    out: dict[str, str | int] = {"server.address": parts.hostname}
+    if port:
+        out["server.port"] = port
+    return out
+
 
 _ERROR_CLASSES: Final = frozenset(
     name
@@ -118,33 +256,23 @@ def _instruments() -> dict[str, Any]:
     if _state.instruments is None:
         meter = _state.meter or _otel_metrics.get_meter(SCOPE)
         _state.instruments = {
-            "search.duration": meter.create_histogram(
-                "hybrid_es.search.duration", unit="ms", description="search latency per stage"
-            ),
-            "search.requests": meter.create_counter(
-                "hybrid_es.search.requests", description="searches by outcome and fusion path"
-            ),
-            "search.refusals": meter.create_counter(
-                "hybrid_es.search.refusals", description="failed or refused searches by reason"
-            ),
-            "search.fallbacks": meter.create_counter(
-                "hybrid_es.search.fallbacks", description="fusion fallbacks by reason"
-            ),
-            "packet.duration": meter.create_histogram(
-                "hybrid_es.packet.duration", unit="ms", description="packet operation latency"
-            ),
-            "packet.verdicts": meter.create_counter(
-                "hybrid_es.packet.verdicts", description="packet verdicts"
-            ),
-            "traces.dropped": meter.create_counter(
-                "hybrid_es.traces.dropped", description="traces lost by the writer, by reason"
-            ),
-            "writes.refused": meter.create_counter(
-                "hybrid_es.writes.refused",
-                description="writes and deletes refused by the tenant's write authority",
-            ),
+            m.name.removeprefix(f"{SCOPE}."): _instrument(meter, m) for m in METRICS
         }
     return _state.instruments
+
+
+def _instrument(meter: Any, m: Metric) -> Any:
+    if m.instrument == "counter":
+        return meter.create_counter(m.name, unit=m.unit, description=m.description)
+    try:
+        return meter.create_histogram(
+            m.name,
+            unit=m.unit,
+            description=m.description,
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+    except TypeError:  # opentelemetry-api before 1.23 takes no advice: the SDK's boundaries
+        return meter.create_histogram(m.name, unit=m.unit, description=m.description)
 
 
 def _failed(what: str, exc: BaseException) -> None:
@@ -192,10 +320,11 @@ class _Span:
 
 @contextmanager
 def _otel_span(name: str, attributes: Mapping[str, Any]) -> Iterator[_Span | _NoSpan]:
+    """The span ``name`` with ``attributes`` (full names, as exported) set at its start."""
     try:
         cm = _tracer().start_as_current_span(
             name,
-            attributes={f"hybrid_es.{k}": v for k, v in attributes.items() if v is not None},
+            attributes=attributes,
             record_exception=False,
             set_status_on_exception=False,
         )
@@ -244,15 +373,24 @@ def _tracing() -> bool:
         return False
 
 
-def span(name: str, **attributes: Any) -> Any:
+def span(name: str, conventions: Mapping[str, Any] | None = None, /, **attributes: Any) -> Any:
     """A context manager around one stage: the span ``name`` (``hybrid_es.<stage>``) with
-    ``hybrid_es.<key>`` attributes; it yields an object whose ``set(**attributes)`` adds more.
-    An exception passing through sets ``error.type`` (its class) and the error status, and is
-    re-raised unchanged. Without OpenTelemetry, or before the application sets a tracer
-    provider: a do-nothing context manager."""
+    ``hybrid_es.<key>`` attributes (None values left out) and, for a stage that is an operation
+    on the cluster, ``conventions`` as they are (:func:`db_attributes`), all set at the span's
+    start, where samplers see them. It yields an object whose ``set(**attributes)`` adds more
+    ``hybrid_es.<key>`` attributes. An exception passing through sets ``error.type`` (its class)
+    and the error status, and is re-raised unchanged. Without OpenTelemetry, or before the
+    application sets a tracer provider: a do-nothing context manager. E.g.::
+
+        with telemetry.span(
+            "hybrid_es.ingest.batch", telemetry.db_attributes(engine, "ingest", index), documents=2
+        ) as sp:
+            sp.set(chunks=7)
+    """
     if not ENABLED or not _tracing():
         return _no_span(name, attributes)
-    return _otel_span(name, attributes)
+    own = {f"hybrid_es.{k}": v for k, v in attributes.items() if v is not None}
+    return _otel_span(name, {**conventions, **own} if conventions else own)
 
 
 def record_search(
@@ -262,15 +400,16 @@ def record_search(
     fallback: str | None = None,
     error: BaseException | None = None,
 ) -> None:
-    """One search's metrics: each stage's latency, the outcome and path, the fallback, the
-    refusal reason. Never raises."""
+    """One search's metrics: each stage's latency (``timings_ms``, the searcher's milliseconds,
+    recorded in seconds), the outcome and path, the fallback, the refusal reason. Never
+    raises."""
     if not ENABLED:
         return
     try:
         ins = _instruments()
         for stage, ms in timings_ms.items():
             if stage in STAGES:
-                ins["search.duration"].record(float(ms), {"stage": stage})
+                ins["search.duration"].record(float(ms) / 1000.0, {"stage": stage})
         outcome = "success" if error is None else "failure"
         ins["search.requests"].add(1, {"outcome": outcome, "fusion_path": fusion_path or "none"})
         if error is not None:
@@ -288,13 +427,13 @@ VERDICTS: Final = ("reuse", "refresh_required", "deny", "unverified", "withhold"
 
 
 def record_packet(operation: str, ms: float, verdict: str | None = None) -> None:
-    """One packet operation's latency and verdict. Never raises."""
+    """One packet operation's latency (``ms``, recorded in seconds) and verdict. Never raises."""
     if not ENABLED:
         return
     try:
         ins = _instruments()
         op = operation if operation in PACKET_OPERATIONS else "other"
-        ins["packet.duration"].record(float(ms), {"operation": op})
+        ins["packet.duration"].record(float(ms) / 1000.0, {"operation": op})
         if verdict is not None:
             ins["packet.verdicts"].add(1, {"verdict": verdict if verdict in VERDICTS else "other"})
     except Exception as exc:

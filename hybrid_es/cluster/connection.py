@@ -3,24 +3,35 @@ OpenSearch, and its version), the missing-credentials error when it wants some a
 configured, and the opensearch-py client built from the same settings (elasticsearch-py refuses
 OpenSearch servers), with the elasticsearch-py option names it is given spelled its way.
 ``cluster.engine.connect`` puts these together into an engine.
+
+``GET /`` is sent through the client's transport, below elasticsearch-py's API layer, and its
+answer is read as data, whatever its status: through the API, a healthy cluster's answer would
+be an exception inside the client's OpenTelemetry span, so an error span on every connect (an
+OpenSearch node's 200 lacks Elasticsearch's product header; Elasticsearch's integration-test
+distribution serves no ``GET /`` and answers 405; a user without ``monitor`` gets 403, which
+still names the product). The probe makes no span.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from hybrid_es.cluster.calls import Flavor
 from hybrid_es.cluster.client import build_client, opensearch_client_kwargs
-from hybrid_es.cluster.versions import client_mismatch, server_version_plain
+from hybrid_es.cluster.versions import client_mismatch, client_version, server_version_plain
 from hybrid_es.errors import (
     AuthenticationError,
     ConfigurationError,
     EngineError,
+    from_error_body,
     missing_credentials,
     translate_es_error,
 )
 from hybrid_es.settings import Settings
+
+Flavor = Literal["elasticsearch", "opensearch"]
+"""Which engine a cluster is: the two the product speaks to."""
 
 
 def identify(es: Any, settings: Settings, overrides: dict[str, Any]) -> tuple[Flavor, str]:
@@ -38,25 +49,21 @@ def identify(es: Any, settings: Settings, overrides: dict[str, Any]) -> tuple[Fl
 
 
 def _identify(es: Any, url: str) -> tuple[Flavor, str]:
-    from elasticsearch import ApiError, UnsupportedProductError
-
     try:
-        resp = es.perform_request("GET", "/", headers={"accept": "application/json"})
-        return "elasticsearch", str(resp.body.get("version", {}).get("number", "unknown"))
-    except UnsupportedProductError as exc:  # a 2xx without the product header
-        status, body = 200, exc.body
-    except ApiError as exc:
-        if exc.meta.status == 401:  # no or wrong credentials, whoever answered
-            raise translate_es_error(exc, url=url, what="connecting") from exc
-        if exc.meta.headers.get("x-elastic-product") == "Elasticsearch":
-            if exc.meta.status == 400 and "media_type_header_exception" in str(exc):
-                # elasticsearch-py N sends "compatible-with=N", which a server older than N
-                # refuses on every request: say so now, with both versions and the fix.
-                raise client_mismatch(server_version_plain(es), url) from exc
-            return "elasticsearch", "unknown"  # refused, but by Elasticsearch
-        status, body = exc.meta.status, exc.body
-    except Exception as exc:
+        status, headers, body = _ask_root(es)
+    except Exception as exc:  # no answer: unreachable, TLS, timeout, a body that is not JSON
         raise translate_es_error(exc, url=url, what="connecting") from exc
+    if status == 401:  # no or wrong credentials, whoever answered
+        raise from_error_body(status, body, url=url, what="connecting")
+    if headers.get("x-elastic-product") == "Elasticsearch":
+        if 200 <= status < 300:
+            number = body.get("version", {}).get("number") if isinstance(body, dict) else None
+            return "elasticsearch", str(number or "unknown")
+        if status == 400 and "media_type_header_exception" in str(body):
+            # elasticsearch-py N sends "compatible-with=N", which a server older than N
+            # refuses on every request: say so now, with both versions and the fix.
+            raise client_mismatch(server_version_plain(es), url)
+        return "elasticsearch", "unknown"  # refused (403, or 405 where no GET / is served)
     version = body.get("version", {}) if isinstance(body, dict) else {}
     if isinstance(version, dict) and version.get("distribution") == "opensearch":
         return "opensearch", str(version.get("number", "unknown"))
@@ -68,6 +75,26 @@ def _identify(es: Any, url: str) -> tuple[Flavor, str]:
         hint="check HYBRID_ES_URL",
         status=status,
     )
+
+
+def _ask_root(es: Any) -> tuple[int, Mapping[str, str], Any]:
+    """``GET /`` through ``es``'s transport, as elasticsearch-py's API would send it (the
+    client's headers, its ``compatible-with`` accept header, timeout and retries): the status,
+    headers and body of the answer, whatever the status. Raises the transport's error when
+    there is no answer."""
+    from elastic_transport import HttpHeaders
+
+    headers = HttpHeaders(es._headers)  # auth, user-agent and any configured header
+    major = client_version().split(".")[0]
+    headers["accept"] = f"application/vnd.elasticsearch+json; compatible-with={major}"
+    # The client's per-request options (DEFAULT where it was given none: the transport's).
+    options = {
+        name: getattr(es, f"_{name}")
+        for name in ("request_timeout", "max_retries", "retry_on_timeout", "retry_on_status")
+        if hasattr(es, f"_{name}")
+    }
+    resp = es.transport.perform_request("GET", "/", headers=headers, **options)
+    return resp.meta.status, resp.meta.headers, resp.body
 
 
 class _QuietNotFound(logging.Filter):

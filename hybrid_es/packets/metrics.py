@@ -2,7 +2,8 @@
 
 Apart from the packet flow (``service.py``) so that the flow reads as its operations only; every
 operation is timed into :class:`PacketMetrics` (bounded, for reuse rate and build p50/p95) and
-run inside an OpenTelemetry span (:func:`spanned`; ``hybrid_es.telemetry``, a no-op without it).
+run inside an OpenTelemetry span (:func:`spanned`; ``hybrid_es.telemetry``, a no-op without it)
+that carries the database conventions of an operation on the packets index.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import statistics
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from hybrid_es import telemetry
 from hybrid_es.packets.store import Stored
@@ -22,15 +23,39 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-def spanned(name: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """The operation in an OpenTelemetry span ``hybrid_es.packet.<name>`` (``telemetry``: a
-    no-op without it); no case id, query or member text goes on it, only the outcome."""
+class _Store(Protocol):
+    @property
+    def index(self) -> str: ...
 
-    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+
+class PacketOperator(Protocol):
+    """What :func:`spanned` reads of the object whose method it wraps (``PacketService``): the
+    engine it talks to and the packet store (its index)."""
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def store(self) -> _Store: ...
+
+
+_S = TypeVar("_S", bound=PacketOperator)
+
+
+def spanned(
+    name: str,
+) -> Callable[[Callable[Concatenate[_S, _P], _R]], Callable[Concatenate[_S, _P], _R]]:
+    """The operation in an OpenTelemetry span ``hybrid_es.packet.<name>`` (``telemetry``: a
+    no-op without it) with the database conventions of the operation ``packet.<name>`` on the
+    packets index (``telemetry.db_attributes``); no case id, query or member text goes on it,
+    only the outcome."""
+
+    def wrap(fn: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
         @functools.wraps(fn)
-        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            with telemetry.span(f"hybrid_es.packet.{name}") as sp:
-                out = fn(*args, **kwargs)
+        def run(service: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            db = telemetry.db_attributes(service.client, f"packet.{name}", service.store.index)
+            with telemetry.span(f"hybrid_es.packet.{name}", db) as sp:
+                out = fn(service, *args, **kwargs)
                 verdict = out[0] if isinstance(out, tuple) else out
                 if isinstance(verdict, Verdict):
                     sp.set(verdict=verdict.kind, reasons=len(verdict.reasons))

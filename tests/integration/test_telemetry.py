@@ -2,14 +2,24 @@
 with the fusion path, counts and outcome, the error class on a failing search, the stage latency
 histograms and the counters; the client's own spans named by endpoint (elasticsearch-py); a span
 per ingest batch with its counts and timings; and the query or record text nowhere in what is
-exported."""
+exported.
+
+By the conventions (issue 39 item 5): the ingest and packet spans carry OpenTelemetry's database
+attributes, the duration histograms are in seconds, a healthy connect, a new tenant's first ingest
+and search and the packet operations make no error span (the client's own spans included), and
+docs/telemetry.md lists exactly what is recorded."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -18,6 +28,9 @@ from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.errors import BadQueryError, UnknownTenantError
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
+from hybrid_es.packets.service import PacketService
+from hybrid_es.packets.store import PacketStore
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.traces.wiring import traced_searcher
 from tests.conftest import HashEmbedder, owner, travel_documents
 from tests.integration.test_traces_by_default import (  # the module's indices and settings
@@ -144,7 +157,7 @@ def test_the_clients_spans_are_named_by_endpoint(es, deployment, settings, otel,
     # Every elasticsearch-py client made from now on (and each ``.options()`` copy) traces here.
     monkeypatch.setattr(elasticsearch._otel, "_tracer", tracer)
     engine = connect(settings)
-    spans.clear()  # connecting probes the flavour with a bare GET /, before any API applies
+    spans.clear()  # what connecting asked (node info), before the search
     engine.refresh(deployment.chunks_index)
     with traced_searcher(deployment, embedder=HashEmbedder(), client=engine, traces=False) as s:
         resp = s.search(QUERY, AGENT, STAY, now=NOW)
@@ -255,3 +268,242 @@ def test_each_ingest_batch_is_a_span_with_its_counts_and_timings(es, bootstrappe
     for d in docs:  # no record text, no title
         assert d.body[:40] not in exported
         assert not d.title or d.title not in exported
+
+
+# -- by the conventions (issue 39 item 5) ---------------------------------------------------------
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "telemetry.md"
+
+
+@dataclass
+class Recorded:
+    """What one run of :func:`recorded` left in the in-memory exporter and reader."""
+
+    healthy: list[Any]
+    """The spans of the healthy part: connect, a new tenant's ingest and first search, packets."""
+    spans: list[Any]
+    """Every span, the two failing searches' included."""
+    metrics: list[Any]
+    flavor: str
+    chunks: str
+    packets: str
+    search_total_ms: float
+    search_total: tuple[int, float]
+    """The ``total`` stage's count and sum right after the first search."""
+    packet_ms: float
+
+
+def _metrics_of(reader: Any) -> list[Any]:
+    return [
+        m
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    ]
+
+
+@pytest.fixture(scope="module")
+def recorded(es, bootstrapped, settings) -> Iterator[Recorded]:  # type: ignore[no-untyped-def]
+    """Connect with the clients traced too, ingest a tenant new to its own indices, search as
+    it (its first search), build, render and refresh a packet: the healthy part. Then a search
+    that names an unknown tenant and one with an empty question (failing on purpose)."""
+    import elasticsearch._otel
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from hybrid_es.cluster.engine import connect
+
+    exporter = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    tag = uuid.uuid4().hex[:10]
+    chunks = f"{settings.chunks_index}-test-conv-{tag}"
+    state = f"{settings.corpus_state_index}-test-conv-{tag}"
+    packets = f"{settings.packets_index}-test-conv-{tag}"
+    for name in (chunks, state, packets):
+        es.create_index(name)
+    agent = Principal(tenant="demo-A", user_id="agent-1", groups=("travel-agents",))
+    telemetry.configure(tracer_provider=tp, meter_provider=MeterProvider(metric_readers=[reader]))
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            # Every elasticsearch-py client made from now on traces here, connect's included.
+            mp.setattr(elasticsearch._otel, "_tracer", tp.get_tracer("elasticsearch-api"))
+            engine = connect(settings)
+            docs = [d for d in travel_documents() if d.tenant == "demo-A"][:3]
+            ing = Ingestor(
+                engine,
+                HashEmbedder(),
+                index=chunks,
+                corpus_state=CorpusState(engine, state),
+                batch_size=2,
+            )
+            assert ing.ingest(docs, owner("demo-A"), now=NOW).chunks > 0
+            searcher = HybridSearcher(
+                engine, HashEmbedder(), index=chunks, corpus_state_index=state
+            )
+            response = searcher.search(QUERY, agent, STAY, now=NOW)
+            assert response.hits
+            (first_total,) = [  # before the packets' own searches add to it
+                p
+                for m in _metrics_of(reader)
+                if m.name == "hybrid_es.search.duration"
+                for p in m.data.data_points
+                if p.attributes["stage"] == "total"
+            ]
+            service = PacketService(
+                searcher, PacketStore(engine, packets), ttl=timedelta(minutes=5)
+            )
+            built = service.build("JPN-2026-0417", "rate", QUERY, agent, STAY, now=NOW)
+            pid = built.manifest.packet_id
+            service.render(pid, agent, scope=STAY, now=NOW)
+            service.refresh(pid, agent, now=NOW)
+            healthy = list(exporter.get_finished_spans())
+            with pytest.raises(UnknownTenantError):
+                searcher.search(QUERY, Principal(tenant="no-such-tenant", user_id="x"), STAY)
+            with pytest.raises(BadQueryError):
+                searcher.search("   ", agent, STAY, now=NOW)
+        result = Recorded(
+            healthy=healthy,
+            spans=list(exporter.get_finished_spans()),
+            metrics=_metrics_of(reader),
+            flavor=engine.flavor,
+            chunks=chunks,
+            packets=packets,
+            search_total_ms=response.timings_ms["total"],
+            search_total=(first_total.count, first_total.sum),
+            packet_ms=sum(sum(v) for v in service.metrics.latencies.values()),
+        )
+    finally:
+        telemetry.configure()
+        es.delete_index(f"{chunks},{state},{packets}")
+    yield result
+
+
+def _server(settings: Any) -> dict[str, Any]:
+    url = urlsplit(settings.node_urls()[0])
+    return {"server.address": url.hostname, "server.port": url.port}
+
+
+def test_ingest_and_packet_spans_carry_the_database_conventions(recorded, settings):
+    server = _server(settings)
+    batches = [sp for sp in recorded.spans if sp.name == "hybrid_es.ingest.batch"]
+    assert len(batches) == 2  # 3 documents, 2 a batch
+    for sp in batches:
+        assert {k: sp.attributes.get(k) for k in (*server, "db.system.name")} == {
+            **server,
+            "db.system.name": recorded.flavor,
+        }
+        assert sp.attributes["db.operation.name"] == "ingest"
+        assert sp.attributes["db.collection.name"] == recorded.chunks
+    ops = {sp.name: sp for sp in recorded.spans if sp.name.startswith("hybrid_es.packet.")}
+    assert set(ops) == {f"hybrid_es.packet.{o}" for o in ("build", "validate", "render", "refresh")}
+    for name, sp in ops.items():
+        assert sp.attributes["db.system.name"] == recorded.flavor
+        assert sp.attributes["db.operation.name"] == name.removeprefix("hybrid_es.")
+        assert sp.attributes["db.collection.name"] == recorded.packets
+        assert {k: sp.attributes.get(k) for k in server} == server
+    if recorded.flavor == "elasticsearch":  # the same names on the client's own spans
+        bulk = next(sp for sp in recorded.spans if sp.name == "bulk")
+        assert bulk.attributes["db.system.name"] == "elasticsearch"
+        assert {k: bulk.attributes.get(k) for k in server} == server
+
+
+def test_the_duration_histograms_are_in_seconds(recorded):
+    by_name = {m.name: m for m in recorded.metrics}
+    for name in ("hybrid_es.search.duration", "hybrid_es.packet.duration"):
+        metric = by_name[name]
+        assert metric.unit == "s"
+        for point in metric.data.data_points:
+            assert tuple(point.explicit_bounds) == telemetry.DURATION_BUCKETS
+    count, seconds = recorded.search_total
+    assert count == 1
+    assert seconds == pytest.approx(recorded.search_total_ms / 1000)  # 12.5 ms is 0.0125
+    packet = sum(p.sum for p in by_name["hybrid_es.packet.duration"].data.data_points)
+    assert packet == pytest.approx(recorded.packet_ms / 1000)
+
+
+def test_healthy_operations_make_no_error_span(recorded):
+    """Connect (``GET /`` asked below the client's spans), a tenant's first ingest (its corpus
+    state does not exist yet: a 404 the client expects), its first search, and packet builds
+    and checks (each looks for a next version that does not exist): no span in error, the
+    client's own included. On OpenSearch the client makes no spans; hybrid-es's are checked."""
+    errors = [
+        (sp.name, dict(sp.attributes or {}))
+        for sp in recorded.healthy
+        if sp.status.status_code.name == "ERROR"
+    ]
+    assert errors == []
+    names = {sp.name for sp in recorded.healthy}
+    assert not names & {"GET", "HEAD"}  # the connect probe makes no span
+    if recorded.flavor == "elasticsearch":
+        absent = [
+            sp
+            for sp in recorded.healthy
+            if sp.name == "get" and sp.attributes.get("db.response.status_code") == "404"
+        ]
+        assert absent  # the expected 404s were asked, and are not errors
+    # A failure is still an error: the unknown tenant's search.
+    failed = [sp for sp in recorded.spans if sp.status.status_code.name == "ERROR"]
+    assert {sp.attributes.get("error.type") for sp in failed} == {
+        "UnknownTenantError",
+        "BadQueryError",
+    }
+
+
+def _table(section: str) -> list[list[str]]:
+    """The cells of the first table under ``## <section>`` of docs/telemetry.md (no header)."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = body.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start + 2 :]:  # past the header and its rule
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _names(cell: str) -> set[str]:
+    return set(re.findall(r"`([^`]+)`", cell))
+
+
+def test_the_reference_page_lists_every_span_and_attribute_recorded(recorded):
+    documented = {}
+    for name, operation, always, when in _table("Spans"):
+        (span_name,) = _names(name)
+        documented[span_name] = (next(iter(_names(operation)), None), _names(always), _names(when))
+    seen: dict[str, list[tuple[dict[str, Any], bool]]] = {}
+    for sp in recorded.spans:
+        if sp.name.startswith("hybrid_es."):
+            failed = sp.status.status_code.name == "ERROR"
+            seen.setdefault(sp.name, []).append((dict(sp.attributes or {}), failed))
+    assert set(seen) == set(documented)
+    for name, instances in seen.items():
+        operation, always, when = documented[name]
+        for attributes, failed in instances:
+            keys = set(attributes)
+            if not failed:  # a span that failed part-way lacks what it would have set after
+                assert always <= keys, f"{name} lacks {always - keys} (docs/telemetry.md: Always)"
+            assert keys <= always | when, f"{name} records {keys - always - when}, not listed"
+            assert attributes.get("db.operation.name") == operation, name
+
+
+def test_the_reference_page_lists_every_metric_with_its_unit_and_attributes(recorded):
+    documented = {}
+    for name, instrument, unit, attributes in _table("Metrics"):
+        (metric,) = _names(name)
+        documented[metric] = (instrument, next(iter(_names(unit)), ""), _names(attributes))
+    made = {m.name: (m.instrument, m.unit, set(m.attributes)) for m in telemetry.METRICS}
+    assert documented == made
+    kinds = {"Histogram": "histogram", "Sum": "counter"}
+    assert recorded.metrics
+    for metric in recorded.metrics:
+        instrument, unit, attributes = documented[metric.name]
+        assert (kinds[type(metric.data).__name__], metric.unit) == (instrument, unit)
+        for point in metric.data.data_points:
+            assert set(point.attributes) == attributes, metric.name

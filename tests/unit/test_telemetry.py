@@ -1,6 +1,7 @@
 """``hybrid_es.telemetry`` without a cluster: a no-op without OpenTelemetry, never failing its
-caller when the backend breaks, bounded labels; the packet service's bounded latencies; the
-CLI's JSON log lines."""
+caller when the backend breaks, bounded labels; the database conventions of an operation on the
+cluster (``db_attributes``) and how they reach a span; the packet service's bounded latencies;
+the CLI's JSON log lines."""
 
 from __future__ import annotations
 
@@ -166,3 +167,53 @@ def test_cli_refuses_an_unknown_log_level():
 
     with pytest.raises(typer.BadParameter):
         _configure_logging("LOUD", "text")
+
+
+class _Engine:
+    def __init__(self, flavor: str, url: str) -> None:
+        self.flavor, self.url = flavor, url
+
+
+@pytest.mark.parametrize(
+    ("flavor", "url", "address", "port"),
+    [
+        ("elasticsearch", "http://127.0.0.1:9200", "127.0.0.1", 9200),
+        ("opensearch", "https://search.example", "search.example", 443),  # the scheme's port
+        ("elasticsearch", "http://a:9201, http://b:9202", "a", 9201),  # the first node's
+        ("elasticsearch", "http://[::1]:9200", "::1", 9200),
+        ("elasticsearch", "", None, None),  # an engine made around a client without a URL
+        ("elasticsearch", "http://a:port", None, None),
+    ],
+)
+def test_the_database_conventions_of_one_operation(flavor, url, address, port):
+    server = {"server.address": address, "server.port": port} if address else {}
+    got = telemetry.db_attributes(_Engine(flavor, url), "ingest", "hybrid-es-chunks")
+    assert got == {
+        "db.system.name": flavor,
+        "db.operation.name": "ingest",
+        "db.collection.name": "hybrid-es-chunks",
+        **server,
+    }
+    bare = telemetry.db_attributes(_Engine("other", ""), "msearch")
+    assert bare == {"db.operation.name": "msearch"}  # no system it could name, no index
+
+
+def test_the_conventions_go_on_the_span_as_they_are(monkeypatch):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry.configure(tracer_provider=provider)
+    db = telemetry.db_attributes(_Engine("opensearch", "https://os:9400"), "ingest", "chunks")
+    with telemetry.span("hybrid_es.ingest.batch", db, documents=2, missing=None) as sp:
+        sp.set(chunks=7)
+    (span,) = exporter.get_finished_spans()
+    assert dict(span.attributes or {}) == {
+        **db,
+        "hybrid_es.documents": 2,
+        "hybrid_es.chunks": 7,
+    }
