@@ -22,7 +22,7 @@ ingest code, and ``HybridEs(settings).engine`` connects and loads no model.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
@@ -217,11 +217,18 @@ class HybridEs:
         return self.ingestor.ingest(documents, principal, **options)
 
     def ingest_path(
-        self, path: str | Path, principal: Principal, how: PathIngest | None = None
+        self,
+        path: str | Path,
+        principal: Principal,
+        how: PathIngest | None = None,
+        *,
+        on_total: Callable[[int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> IngestRun:
         """Load a JSONL file, a BEIR folder or a folder of text files and ingest it for
         ``principal`` (:func:`~hybrid_es.ingest.run.ingest_path`; ``how``: the format, chunking,
-        contextualizer and field mapping)."""
+        contextualizer and field mapping; ``on_total`` hears how many documents loaded,
+        ``progress`` how many more were written)."""
         how = how or PathIngest(default_acl=DEFAULT_ACLS[self.settings.default_acl])
         return ingest_path(
             self.engine,
@@ -230,6 +237,8 @@ class HybridEs:
             principal,
             layout=self.settings.layout(),
             how=how,
+            on_total=on_total,
+            progress=progress,
         )
 
     def delete(self, principal: Principal, doc_id: str) -> int:

@@ -26,8 +26,20 @@ from rich.text import Text
 from hybrid_es.settings import Settings
 from hybrid_es.textsafe import json_visible, one_line, visible
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _Console(Console):
+    """rich's Console, reading the terminal's width (``COLUMNS``, else the terminal) at each
+    print rather than once when this module is imported: a process that imports the CLI before
+    it knows its output (the in-process test runner, an application) lays out at the width in
+    force when it prints."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._width = None
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 # -- options more than one command declares ----------------------------------------------------
 #
@@ -376,6 +388,25 @@ def hash_key(s: Settings) -> bytes:
     return key(s)
 
 
+def deployment(s: Settings, embedder: str | None = None, fusion: str | None = None) -> Any:
+    """The deployment the command works on (:class:`hybrid_es.HybridEs`, the library's front
+    door) with this process's engine and shared tracer (one trace writer per process, flushed
+    at exit); ``embedder`` and ``fusion``: a command's options over the settings."""
+    from hybrid_es.deployment import HybridEs
+
+    mode = fusion or s.fusion
+    if mode not in ("auto", "native", "client"):
+        raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
+    return HybridEs(
+        s,
+        client=client(s),
+        embedder=embedder,
+        tracer=tracer(s) if s.traces else None,
+        traces=s.traces,
+        fusion=mode,
+    )
+
+
 def make_searcher(
     s: Settings,
     embedder: str | None = None,
@@ -384,27 +415,10 @@ def make_searcher(
     warm: bool = True,
     rerank: bool = True,
 ) -> Any:
-    """A HybridSearcher for the configured indices, built and traced by the library's one
-    wiring (``traces.wiring.traced_searcher``) with this process's shared tracer; ``warm``
-    loads its models up front (``HybridSearcher.warm_up``; the reranker too with ``rerank``).
-    Commands that may not embed at all, such as ``packet show``, leave them to load on first
-    use."""
-    from hybrid_es.encoders.embedder_choice import make_embedders
-    from hybrid_es.traces.wiring import traced_searcher
-
-    mode = fusion or s.fusion
-    if mode not in ("auto", "native", "client"):
-        raise typer.BadParameter(f"--fusion must be auto, native or client, not {mode!r}")
-    searcher = traced_searcher(
-        s,
-        client=client(s),
-        embedder=make_embedders(
-            embedder or s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
-        ),
-        fusion=mode,
-        tracer=tracer(s) if s.traces else None,
-        traces=s.traces,
-    )
+    """The deployment's searcher (:func:`deployment`); ``warm`` loads its models up front
+    (``HybridSearcher.warm_up``; the reranker too with ``rerank``). Commands that may not embed
+    at all, such as ``packet show``, leave them to load on first use."""
+    searcher = deployment(s, embedder, fusion).searcher
     if warm:
         searcher.warm_up(rerank=rerank)  # load the models before anything is timed
     return searcher

@@ -31,8 +31,8 @@ from hybrid_es.cli.common import (
     User,
     add_row,
     bad,
-    client,
     console,
+    deployment,
     emit_json,
     err_console,
     make_principal,
@@ -143,11 +143,10 @@ def ingest(
     as_json: Json = False,
 ) -> None:
     """Chunk, contextualise, embed and index documents, skipping unchanged ones."""
-    from hybrid_es.encoders.embedder_choice import make_embedders
     from hybrid_es.errors import ConfigurationError
     from hybrid_es.ingest.indexer import DEFAULT_ACLS
     from hybrid_es.ingest.loaders import read_field_map
-    from hybrid_es.ingest.run import PathIngest, ingest_path, with_suffixes
+    from hybrid_es.ingest.run import PathIngest, with_suffixes
 
     s = settings()
     # The command line writes with the deployment's own cluster credentials: it is the tenant's
@@ -187,13 +186,10 @@ def ingest(
         disable=as_json or dry_run,
     ) as bar:
         task = bar.add_task("docs", total=None)
-        run = ingest_path(
-            client(s),
-            make_embedders(embedder or s.embedder, runtime=s.embed_runtime),
+        run = deployment(s, embedder).ingest_path(
             path,
             principal,
-            layout=s.layout(),
-            how=how,
+            how,
             on_total=lambda n: bar.update(task, total=n),
             progress=lambda k: bar.advance(task, k),
         )

@@ -22,14 +22,13 @@ from hybrid_es.cli.common import (
     caller_options,
     client,
     console,
+    deployment,
     emit_json,
     make_principal,
-    make_searcher,
     safe,
     scope_options,
     settings,
     title,
-    tracer,
 )
 from hybrid_es.cli.help import App
 from hybrid_es.models import Principal, RequestScope
@@ -42,19 +41,12 @@ PacketId = Annotated[
 
 
 def _service(*, warm: bool = True) -> Any:
-    from datetime import timedelta
-
-    from hybrid_es.packets.service import PacketService
-    from hybrid_es.packets.store import PacketStore, owner_secret
-
-    s = settings()
-    searcher = make_searcher(s, warm=warm)
-    return PacketService(
-        searcher,
-        PacketStore(searcher.client, s.packets_index, owner_secret=owner_secret(s)),
-        ttl=timedelta(minutes=s.packet_ttl_minutes),
-        on_event=tracer(s).packet_event,
-    )
+    """The deployment's packet service (``common.deployment``), its models loaded with
+    ``warm``."""
+    service = deployment(settings()).packets
+    if warm:
+        service.searcher.warm_up()
+    return service
 
 
 def _print_manifest(m: Any, withheld: int = 0) -> None:

@@ -114,7 +114,8 @@ def legs_steps(
     (``timings['fusion']``)."""
     legs, native = bodies(ctx, path, vector, req)
     t = time.perf_counter()
-    with telemetry.span("hybrid_es.legs", fusion_path=path, legs=len(legs)):
+    db = telemetry.db_attributes(ctx.client, "msearch", req.index)
+    with telemetry.span("hybrid_es.legs", db, fusion_path=path, legs=len(legs)):
         try:
             responses, digest = yield Msearch(searches(legs, native), req)
         except HybridUnderDls:

@@ -47,7 +47,8 @@ def search_steps(ctx: SearchContext, request: SearchRequest) -> Steps[SearchResp
     staged: dict[str, float] = {}
     path: str | None = None
     principal = request.principal
-    with telemetry.span("hybrid_es.search", trace_id=trace_id, top_k=request.top_k) as root:
+    db = telemetry.db_attributes(ctx.client, "search", ctx.index_for(principal))
+    with telemetry.span("hybrid_es.search", db, trace_id=trace_id, top_k=request.top_k) as root:
         try:
             t = time.perf_counter()
             with telemetry.span("hybrid_es.prepare"):
