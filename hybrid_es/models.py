@@ -9,9 +9,9 @@ import hashlib
 import json
 import re
 import unicodedata
-from datetime import date, datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import (

@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     """How MiniLM runs for a new index (``encoders.embedder.RUNTIMES``): ONNX Runtime on the
     float32 weights (the default: torch's vectors, cosine 1.00000, about half torch's query
     time), on int8 weights (about a quarter; its own vectors, recorded as the model id
-    ``...@onnx-int8``), or torch. The ONNX files are built on first use from the packaged
+    ``...@onnx-int8-fused``), or torch. The ONNX files are built on first use from the packaged
     weights (``encoders.onnx_build``). An index is always embedded as it was written: with
     ``auto`` a search of an index another runtime wrote uses that runtime (docs/evaluation.md,
     "A cheaper query encoder")."""
@@ -171,10 +171,10 @@ class Settings(BaseSettings):
         return v
 
     traces: bool = False
-    """Write a trace of every search and packet operation (``README`` "Traces and Kibana").
+    """Write a trace of every search and packet operation (docs/traces.md).
     Off in the library unless set (``HYBRID_ES_TRACES=true``); the ``hybrid-es`` command line
     turns it on unless the variable says otherwise. Applications get a traced searcher from
-    ``hybrid_es.traces.wiring.traced_searcher(settings)``."""
+    ``hybrid_es.HybridEs(settings)``."""
     trace_query_text: bool = False
     """Store the raw query text in traces (off: traces keep only its hash)."""
     packet_ttl_minutes: float = Field(default=10.0, gt=0)

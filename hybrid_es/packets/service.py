@@ -48,11 +48,10 @@ from hybrid_es.packets.metrics import PacketMetrics as PacketMetrics  # re-expor
 from hybrid_es.packets.metrics import spanned
 from hybrid_es.packets.observe import observe, observe_packet
 from hybrid_es.packets.render import Rendered, render
-from hybrid_es.packets.store import PacketStore, Stored, owner_secret
+from hybrid_es.packets.store import PacketStore, Stored
 from hybrid_es.packets.verdict import Observations, Verdict, revalidate
 from hybrid_es.retrieval.policy import policy_filter
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -80,41 +79,11 @@ class PacketService:
         self.max_members = max_members
         self.on_event = on_event
         self.metrics = PacketMetrics()
-        self._owns_searcher = False
-
-    @classmethod
-    def from_settings(
-        cls,
-        settings: Settings | None = None,
-        *,
-        searcher: HybridSearcher | None = None,
-        store: PacketStore | None = None,
-        **kwargs: Any,
-    ) -> PacketService:
-        """A packet service configured by ``settings`` (default: from the environment), traced
-        as the searcher is: its packet operations go to the searcher's trace writer
-        (``traces.wiring``; with ``HYBRID_ES_TRACES``). Without ``searcher`` one is made
-        (``traced_searcher(settings)``) and :meth:`close` closes it; a searcher given stays the
-        caller's to close. ``kwargs``: the constructor's (``ttl``, ``max_members``,
-        ``on_event``)."""
-        from hybrid_es.traces.wiring import traced_searcher, tracer_of
-
-        s = settings if settings is not None else Settings()
-        owned = searcher is None
-        searcher = searcher if searcher is not None else traced_searcher(s)
-        tracer = tracer_of(searcher)
-        if tracer is not None and "on_event" not in kwargs:
-            kwargs["on_event"] = tracer.packet_event
-        kwargs.setdefault("ttl", timedelta(minutes=s.packet_ttl_minutes))
-        store = store or PacketStore(searcher.client, s.packets_index, owner_secret=owner_secret(s))
-        service = cls(searcher, store, **kwargs)
-        service._owns_searcher = owned
-        return service
 
     def close(self) -> dict[str, Any]:
-        """Close the searcher this service made (:meth:`from_settings`), flushing its traces;
-        its ``close()`` result ({} for a searcher the caller gave)."""
-        return self.searcher.close() if self._owns_searcher else {}
+        """Nothing of its own to close: the searcher is its maker's (``HybridEs.close`` closes
+        it, flushing its traces). ``{}``, for callers that close whatever they were given."""
+        return {}
 
     def __enter__(self) -> PacketService:
         return self

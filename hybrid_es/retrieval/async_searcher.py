@@ -9,9 +9,8 @@ checks run in worker threads, never on the loop. Many concurrent searches then s
 event loop and a small thread pool instead of a thread each; concurrent query embeddings are
 batched by the searcher's query batcher as in the blocking path.
 
-    searcher = traced_searcher(settings)                       # the blocking one, configured
-    async with AsyncHybridSearcher.from_searcher(searcher, settings) as asearcher:
-        response = await asearcher.search(SearchRequest(question, principal, scope))
+    async with HybridEs(settings) as hes:                 # the front door: hes.async_searcher
+        response = await hes.asearch(SearchRequest(question, principal, scope))
 
 ``scripts/bench_async.py`` measures it against the thread-per-request path.
 """

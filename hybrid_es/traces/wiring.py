@@ -1,19 +1,16 @@
-"""One wiring of traces for applications and the CLI: a searcher built from the settings, with
-the trace hooks attached when ``Settings.traces`` (``HYBRID_ES_TRACES``) is on.
+"""Traces attached to a searcher: the trace writer, the searcher's hooks, and their counters.
 
-::
+The front door (:class:`hybrid_es.HybridEs`) attaches them when ``Settings.traces``
+(``HYBRID_ES_TRACES``) is on::
 
-    from hybrid_es import Settings
-    from hybrid_es.traces.wiring import traced_searcher
-
-    with traced_searcher(Settings(traces=True)) as searcher:   # or HYBRID_ES_TRACES=true
-        searcher.search(query, principal, scope)
+    with HybridEs(Settings(traces=True)) as hes:   # or HYBRID_ES_TRACES=true
+        hes.search(query, principal, scope)
     # leaving the block closed it: the background writer flushed what was queued
 
-``searcher.close()`` returns ``{"traces": TraceWriterStats}`` (written, dropped, errors): drops
-are counted, never raised, and a close that dropped any logs one warning. While it runs,
-:func:`trace_stats` reads the same counters. A cluster that refuses or cannot take traces costs
-a search nothing but the drops it counts (the writer's queue is bounded and ``submit`` never
+``hes.close()`` (or the searcher's) returns ``{"traces": TraceWriterStats}`` (written, dropped,
+errors): drops are counted, never raised, and a close that dropped any logs one warning. While it
+runs, :func:`trace_stats` reads the same counters. A cluster that refuses or cannot take traces
+costs a search nothing but the drops it counts (the writer's queue is bounded and ``submit`` never
 blocks; writes time out after ``request_timeout`` seconds on the writer's own thread).
 """
 
@@ -23,13 +20,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from hybrid_es.cluster.engine import Engine, connect
-from hybrid_es.encoders.embedder import Embedder
-from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
-from hybrid_es.encoders.reranker import CrossEncoderReranker, Reranker
+from hybrid_es.cluster.engine import Engine
 from hybrid_es.hashing import PROCESS_KEY
 from hybrid_es.models import Principal, SearchResponse
-from hybrid_es.retrieval.queries import RetrievalParams
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.traces.hooks import SearchTracer, search_hook
@@ -132,66 +125,6 @@ def trace_stats(searcher: HybridSearcher) -> TraceWriterStats | None:
     when it writes no traces."""
     tracer = tracer_of(searcher)
     return tracer.writer.stats() if tracer is not None else None
-
-
-def traced_searcher(
-    settings: Settings | None = None,
-    *,
-    embedder: Embedder | Embedders | str | None = None,
-    client: Engine | Any = None,
-    reranker: Reranker | None = _FROM_SETTINGS,
-    traces: bool | None = None,
-    tracer: SearchTracer | None = None,
-    writer_options: Mapping[str, Any] | None = None,
-    **overrides: Any,
-) -> HybridSearcher:
-    """A :class:`HybridSearcher` configured by ``settings`` (default: from the environment),
-    tracing every search when ``traces`` (default ``settings.traces``, ``HYBRID_ES_TRACES``).
-
-    ``embedder``: an embedder (or a set), or a name for ``make_embedders`` (default
-    ``HYBRID_ES_EMBEDDER``: ``auto``, each index's own);
-    ``client``: an engine or client (default ``connect(settings)``); ``reranker``: default the
-    cross-encoder ``HYBRID_ES_RERANKER_MODEL`` names (None: no reranker); ``tracer``: a shared
-    tracer to use instead of a writer of the searcher's own; ``overrides``: any other
-    :class:`HybridSearcher` keyword (``fusion``, ``index``, ``on_response``, ...), over what the
-    settings say. Close the searcher (``close()`` or ``with``) to flush its traces."""
-    s = settings if settings is not None else Settings()
-    engine = client if client is not None else connect(s)
-    if embedder is None or isinstance(embedder, str):
-        embedder = make_embedders(
-            embedder or s.embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
-        )
-    if reranker is _FROM_SETTINGS:
-        reranker = (
-            CrossEncoderReranker(
-                s.reranker_model,
-                precision=s.reranker_precision,  # type: ignore[arg-type]
-                max_length=s.reranker_max_length,
-                threads=s.reranker_threads,
-            )
-            if s.reranker_model
-            else None
-        )
-    kwargs: dict[str, Any] = {
-        "layout": s.layout(),
-        "hash_key": hash_key(s),
-        "fusion": s.fusion,
-        "fusion_method": s.fusion_method,
-        "alpha": s.fusion_alpha,
-        "embed_batch": s.embed_batch,
-        "filterable_fields": s.filterable_fields,
-        "reranker": reranker,
-        "url": s.redacted_url(),
-        "query_cache_size": s.query_cache_size,
-        "params": RetrievalParams(
-            max_query_chars=s.max_query_chars, max_query_terms=s.max_query_terms
-        ),
-        **overrides,
-    }
-    searcher = HybridSearcher(engine, embedder, **kwargs)
-    if (s.traces if traces is None else traces) or tracer is not None:
-        attach_traces(searcher, s, tracer=tracer, **dict(writer_options or {}))
-    return searcher
 
 
 class NoTracer:

@@ -25,13 +25,13 @@ import pytest
 
 from hybrid_es import telemetry
 from hybrid_es.cluster.corpus_state import CorpusState
+from hybrid_es.deployment import HybridEs
 from hybrid_es.errors import BadQueryError, UnknownTenantError
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import Principal
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore
 from hybrid_es.retrieval.searcher import HybridSearcher
-from hybrid_es.traces.wiring import traced_searcher
 from tests.conftest import HashEmbedder, owner, travel_documents
 from tests.integration.test_traces_by_default import (  # the module's indices and settings
     AGENT,
@@ -79,7 +79,7 @@ def _metrics(reader: Any) -> dict[str, list[tuple[dict[str, Any], Any]]]:
 
 def test_a_search_reports_a_span_per_stage_and_its_metrics(es, deployment, otel):  # noqa: F811
     spans, reader = otel
-    with traced_searcher(deployment, embedder=HashEmbedder(), client=es, traces=False) as s:
+    with HybridEs(deployment, embedder=HashEmbedder(), client=es, traces=False).searcher as s:
         resp = s.search(QUERY, AGENT, STAY, now=NOW)
     finished = {sp.name: sp for sp in spans.get_finished_spans()}
     for stage in (
@@ -128,7 +128,7 @@ def test_a_search_reports_a_span_per_stage_and_its_metrics(es, deployment, otel)
 
 def test_a_failing_search_records_its_error_class(es, deployment, otel):  # noqa: F811
     spans, reader = otel
-    with traced_searcher(deployment, embedder=HashEmbedder(), client=es, traces=False) as s:
+    with HybridEs(deployment, embedder=HashEmbedder(), client=es, traces=False).searcher as s:
         with pytest.raises(UnknownTenantError):
             s.search(QUERY, Principal(tenant="no-such-tenant", user_id="x"), STAY, now=NOW)
         with pytest.raises(BadQueryError):
@@ -159,7 +159,7 @@ def test_the_clients_spans_are_named_by_endpoint(es, deployment, settings, otel,
     engine = connect(settings)
     spans.clear()  # what connecting asked (node info), before the search
     engine.refresh(deployment.chunks_index)
-    with traced_searcher(deployment, embedder=HashEmbedder(), client=engine, traces=False) as s:
+    with HybridEs(deployment, embedder=HashEmbedder(), client=engine, traces=False).searcher as s:
         resp = s.search(QUERY, AGENT, STAY, now=NOW)
     assert resp.hits
     finished = spans.get_finished_spans()
@@ -218,7 +218,9 @@ def test_the_clients_spans_never_hold_a_body_even_when_the_variable_asks(
 
     def search(engine: Any) -> None:
         spans.clear()
-        with traced_searcher(deployment, embedder=HashEmbedder(), client=engine, traces=False) as s:
+        with HybridEs(
+            deployment, embedder=HashEmbedder(), client=engine, traces=False
+        ).searcher as s:
             assert s.search(QUERY, AGENT, STAY, now=NOW).hits
 
     search(as_engine(elasticsearch.Elasticsearch(**es_client_kwargs(settings))))
@@ -228,7 +230,7 @@ def test_the_clients_spans_never_hold_a_body_even_when_the_variable_asks(
     assert not [word for word in secret if word in exported()]
 
     spans.clear()
-    with traced_searcher(deployment, embedder=HashEmbedder(), client=es, traces=False) as s:
+    with HybridEs(deployment, embedder=HashEmbedder(), client=es, traces=False).searcher as s:
 
         async def main() -> None:
             async with AsyncHybridSearcher.from_searcher(s, deployment) as asearcher:

@@ -1,5 +1,5 @@
 """Traces from the library (issue 25): an application built as the README shows, through the one
-entry point ``traces.wiring.traced_searcher``, writes a trace of every search (its own, and one
+entry point ``hybrid_es.HybridEs``, writes a trace of every search (its own, and one
 through a framework adapter) once ``HYBRID_ES_TRACES`` is on, and closing the searcher flushes
 them; with the switch off (the library's default) it writes none and closing costs nothing."""
 
@@ -13,12 +13,12 @@ import pytest
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.trace_storage import delete_data_stream
+from hybrid_es.deployment import HybridEs
 from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.models import RequestScope
-from hybrid_es.packets.service import PacketService
 from hybrid_es.settings import Settings
 from hybrid_es.traces.storage import trace_storage
-from hybrid_es.traces.wiring import trace_stats, traced_searcher, tracer_of
+from hybrid_es.traces.wiring import trace_stats, tracer_of
 from hybrid_es.traces.writer import TraceWriterStats
 from tests.conftest import HashEmbedder, ingest_as_owners, travel_documents
 from tests.constants import AGENT, NOW, QUERY
@@ -68,7 +68,7 @@ def _traces(es, s: Settings) -> list[dict]:  # type: ignore[no-untyped-def]
 def test_an_application_built_as_the_readme_shows_writes_its_traces(es, deployment):
     s = deployment
     # The README's application: settings in, a traced searcher out (the client is connect(s)).
-    searcher = traced_searcher(s, embedder=HashEmbedder(), client=es)
+    searcher = HybridEs(s, embedder=HashEmbedder(), client=es).searcher
     assert tracer_of(searcher) is not None
     direct = searcher.search(QUERY, AGENT, STAY, now=NOW)
     ids = {direct.trace_id}
@@ -97,17 +97,16 @@ def test_an_application_built_as_the_readme_shows_writes_its_traces(es, deployme
 
 def test_with_the_switch_off_nothing_is_traced_and_close_is_free(es, deployment):
     s = deployment.model_copy(update={"traces": False})
-    with traced_searcher(s, embedder=HashEmbedder(), client=es) as searcher:
+    with HybridEs(s, embedder=HashEmbedder(), client=es).searcher as searcher:
         assert tracer_of(searcher) is None and trace_stats(searcher) is None
         searcher.search(QUERY, AGENT, STAY, now=NOW)
     assert searcher.close() == {}
 
 
-def test_a_packet_service_from_settings_traces_into_the_searchers_writer(es, deployment):
-    s = deployment
-    with traced_searcher(s, embedder=HashEmbedder(), client=es) as searcher:
-        service = PacketService.from_settings(s, searcher=searcher)
-        tracer = tracer_of(searcher)
-        assert tracer is not None and service.on_event == tracer.packet_event
-        assert service.close() == {}  # the searcher is the caller's: not closed by the service
-        assert trace_stats(searcher) is not None
+def test_a_deployments_packet_service_traces_into_the_searchers_writer(es, deployment):
+    with HybridEs(deployment, embedder=HashEmbedder(), client=es) as hes:
+        tracer = tracer_of(hes.searcher)
+        assert tracer is not None and hes.packets.on_event == tracer.packet_event
+        assert hes.packets.searcher is hes.searcher
+        assert trace_stats(hes.searcher) is not None
+    assert isinstance(hes.close()["traces"], TraceWriterStats)  # closed once, with the searcher

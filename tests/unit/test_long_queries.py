@@ -17,6 +17,7 @@ from hybrid_es.errors import BadQueryError
 from hybrid_es.models import Principal, RequestScope, SearchRequest
 from hybrid_es.retrieval.dialects import ElasticsearchDialect, OpenSearchDialect
 from hybrid_es.retrieval.policy import policy_filter
+from hybrid_es.retrieval.prepare import prepare
 from hybrid_es.retrieval.queries import (
     MAX_QUERY_CHARS,
     MAX_QUERY_CHARS_LIMIT,
@@ -27,7 +28,6 @@ from hybrid_es.retrieval.queries import (
     sparse_query,
     standard_retriever,
 )
-from hybrid_es.retrieval.prepare import prepare
 from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 from hybrid_es.text.analysis import cap_terms

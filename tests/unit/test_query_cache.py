@@ -10,8 +10,8 @@ import pytest
 from elasticsearch import Elasticsearch
 
 from hybrid_es.encoders.embedder import DEFAULT_EMBED_THREADS, torch_threads
-from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.retrieval.query_vectors import DEFAULT_QUERY_CACHE_SIZE, QueryVectorCache
+from hybrid_es.retrieval.searcher import HybridSearcher
 from hybrid_es.settings import Settings
 
 
