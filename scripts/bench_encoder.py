@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench import print_rows
-from benchmarks.encoder import measure
+from benchmarks.encoder import BATCHED, measure
 from hybrid_es.encoders.embedder import RUNTIMES
 from hybrid_es.ingest.beir import read_corpus, read_queries
 
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dataset", type=Path)
     p.add_argument("--questions", type=int, default=300)
     p.add_argument("--passages", type=int, default=640)
-    p.add_argument("--runtimes", default=",".join(RUNTIMES))
+    p.add_argument("--runtimes", default=",".join([*RUNTIMES, BATCHED]))
     p.add_argument("--threads", type=int, default=1, help="query threads (passages: all cores)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)

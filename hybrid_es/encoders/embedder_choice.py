@@ -6,8 +6,9 @@ multilingual e5 when at least :data:`AUTO_SHARE` of them are in a script MiniLM 
 (Chinese, Japanese, Korean). The choice is recorded in the index mapping's ``_meta``
 (``embedding_model``, and ``embedding_choice``: why), and from then on the index's own record
 decides: a search embeds its query with the model that built the index it reads, and an ingest
-writes with it. An index never changes model; a configured model that differs from an index's is
-refused with the re-index command, as before.
+writes with it. An index never changes model in place; a configured model that differs from an
+index's is refused with the command that rebuilds it with that model (``hybrid-es reindex
+--embedder``: its next generation, from the records already stored).
 
 Why per index and not one multilingual model for everything (docs/evaluation.md, "The default
 embedder"): on Chinese, e5 lifts the default pipeline by +0.0099 nDCG@10 (p 3e-5), where MiniLM
@@ -27,6 +28,7 @@ from hybrid_es.encoders.embedder import (
     MINILM_RUNTIME_OF,
     MINILM_SCRIPTS,
     RETIRED_INT8_IDS,
+    E5Embedder,
     Embedder,
     make_embedder,
 )
@@ -107,10 +109,20 @@ class Embedders:
 
     def recorded(self, index: str, model_id: str | None) -> Embedder:
         """The embedder of ``index``, whose mapping records ``model_id`` (None: no model yet).
-        Fixed: the fixed embedder (whether it matches is the index checks' to refuse). Auto:
-        the named embedder with that model id; ModelError for a model auto does not make."""
-        if self.fixed is not None or model_id is None:
+        Fixed: the fixed embedder (whether it matches is the index checks' to refuse), except
+        that a fixed MiniLM serves an index another MiniLM runtime wrote on that runtime (the
+        index's record decides: float32 indices stay float32 whatever the default runtime).
+        Auto: the named embedder with that model id; ModelError for a model auto does not
+        make."""
+        if model_id is None:
             return self.default
+        if self.fixed is not None:
+            other_runtime = (
+                self.fixed.model_id in MINILM_RUNTIME_OF
+                and model_id in MINILM_RUNTIME_OF
+                and model_id != self.fixed.model_id
+            )
+            return self._minilm_on(MINILM_RUNTIME_OF[model_id]) if other_runtime else self.fixed
         for name in (ENGLISH, MULTILINGUAL):
             if self.named(name).model_id == model_id:
                 return self.named(name)
@@ -118,21 +130,25 @@ class Embedders:
             raise ModelError(
                 f"index {index} was built with {model_id}, an int8 MiniLM of an earlier build "
                 f"that this version does not make (its vectors are now {MINILM_INT8_ID})",
-                hint=f"ingest the collection again into a new index with "
-                f"HYBRID_ES_EMBED_RUNTIME=onnx-int8 (or without it, for float32), then search "
-                f"that index; delete {index} when done",
+                hint="rebuild it from its records with this version's MiniLM: "
+                f"{reindex_command(None, MINILM_INT8_ID)} (int8 with "
+                "HYBRID_ES_EMBED_RUNTIME=onnx-int8, the default; onnx for float32)",
             )
         runtime = MINILM_RUNTIME_OF.get(model_id)
         if runtime is not None:  # MiniLM written on the other runtime: embed as it was written
-            key = f"{ENGLISH}@{runtime}"
-            if key not in self._made:
-                self._made[key] = self.make_minilm(runtime)
-            return self._made[key]
+            return self._minilm_on(runtime)
         raise ModelError(
             f"index {index} was built with {model_id}, which HYBRID_ES_EMBEDDER=auto does not "
             f"choose (it chooses {ENGLISH} or {MULTILINGUAL})",
             hint=f"set HYBRID_ES_EMBEDDER to that model's name or folder to use {index}",
         )
+
+    def _minilm_on(self, runtime: str) -> Embedder:
+        """MiniLM on ``runtime`` (made once), for an index that runtime wrote."""
+        key = f"{ENGLISH}@{runtime}"
+        if key not in self._made:
+            self._made[key] = self.make_minilm(runtime)
+        return self._made[key]
 
     def for_documents(self, texts: Iterable[str]) -> Choice:
         """The embedder for a new index whose first documents are ``texts`` (the first
@@ -173,3 +189,37 @@ def make_embedders(
         out = Embedders(make_embedder(name, query_threads=query_threads, runtime=runtime))
     out.make_minilm = lambda r: make_embedder(ENGLISH, query_threads=query_threads, runtime=r)
     return out
+
+
+def models_served(name: str) -> frozenset[str] | None:
+    """The model ids an index may record for a deployment whose ``HYBRID_ES_EMBEDDER`` is
+    ``name`` to search and write it as it is (anything else needs a rebuild with that embedder:
+    ``hybrid-es reindex --embedder``); None for ``auto``, which takes each index's own model. A
+    fixed MiniLM serves the records of both its runtimes (:meth:`Embedders.recorded`). Pure: no
+    model is loaded."""
+    if name == AUTO:
+        return None
+    if name == ENGLISH:
+        return frozenset(MINILM_RUNTIME_OF)
+    if name == MULTILINGUAL:
+        return frozenset({E5Embedder.model_id})
+    return frozenset({name})
+
+
+def embedder_setting(model_id: str) -> str:
+    """The ``HYBRID_ES_EMBEDDER`` (and ``hybrid-es reindex --embedder``) value that embeds with
+    the model ``model_id`` records: ``minilm`` for either MiniLM runtime (which one is
+    ``HYBRID_ES_EMBED_RUNTIME``'s), ``e5``, else the model's own name or folder. Pure."""
+    if model_id in MINILM_RUNTIME_OF or model_id in RETIRED_INT8_IDS:
+        return ENGLISH
+    if model_id == E5Embedder.model_id:
+        return MULTILINGUAL
+    return model_id
+
+
+def reindex_command(tenant: str | None, model_id: str) -> str:
+    """The command that rebuilds a tenant's chunks index with the model ``model_id`` (``<tenant>``
+    where the caller does not know it). Pure."""
+    return (
+        f"hybrid-es reindex --tenant {tenant or '<tenant>'} --embedder {embedder_setting(model_id)}"
+    )

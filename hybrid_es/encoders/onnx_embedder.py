@@ -61,6 +61,13 @@ class OnnxEmbedder:
         torch's batched GEMMs embedded SciFact passages faster here (docs/evaluation.md, "A
         cheaper query encoder"); int8 embeds its own."""
         self.scripts: frozenset[str] | None = None
+        self.alone = variant == "onnx-int8"
+        """Each text encoded on its own (int8). The int8 graph quantises its activations per
+        request, one scale over every text and pad of the batch, so in a batch a text's vector
+        depends on the texts beside it (up to 0.02 a component): the same question or passage
+        would get another vector, and another ranking, with other company. Alone, a text always
+        gets the same vector, and, with no padding to compute, int8 embedded SciFact passages
+        no slower here (docs/evaluation.md, "One text at a time")."""
         self._model = LazyModel(
             self._open,
             what=f"{variant} embedding model {model_dir!r}",
@@ -100,10 +107,16 @@ class OnnxEmbedder:
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return np.asarray(pooled / norms, dtype=np.float32)
 
+    def _encode_each(self, session: Any, texts: list[str]) -> Vectors:
+        """:meth:`_encode` of ``texts`` as one batch, or (:attr:`alone`) each text alone."""
+        if not self.alone or len(texts) < 2:
+            return self._encode(session, texts)
+        return np.concatenate([self._encode(session, [t]) for t in texts])
+
     def embed_queries(self, texts: list[str]) -> Vectors:
         # As the torch embedder: what is surely past the window is cut before tokenizing.
         head = HEAD_CHARS_PER_TOKEN * self.max_seq_length
-        return self._encode(self._model.get()[1], [t[:head] for t in texts])
+        return self._encode_each(self._model.get()[1], [t[:head] for t in texts])
 
     def embed_passages(self, texts: list[str]) -> Vectors:
         if self.passage_embedder is not None:
@@ -115,7 +128,7 @@ class OnnxEmbedder:
         out = np.empty((len(texts), self.dims), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            out[batch] = self._encode(session, [texts[i] for i in batch])
+            out[batch] = self._encode_each(session, [texts[i] for i in batch])
         return out
 
     def count_tokens(self, text: str) -> int:

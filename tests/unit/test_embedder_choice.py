@@ -89,3 +89,28 @@ def test_a_fixed_embedder_serves_every_index() -> None:
     assert es.recorded("i", "anything") is fixed  # the index checks refuse a mismatch
     assert Embedders.of(es) is es
     assert Embedders().name == AUTO
+
+
+def test_a_fixed_minilm_serves_an_index_another_minilm_runtime_wrote_on_that_runtime() -> None:
+    # Issue 40: new MiniLM indices are int8 now; a float32 index keeps float32, also under a
+    # fixed HYBRID_ES_EMBEDDER=minilm (before, that refused every float32 index).
+    from hybrid_es.encoders.embedder import DEFAULT_RUNTIME, MINILM_ID, MINILM_INT8_ID
+
+    assert DEFAULT_RUNTIME == "onnx-int8"
+    made: list[str] = []
+
+    def on(runtime: str) -> Named:
+        made.append(runtime)
+        emb = Named(runtime)
+        emb.model_id = MINILM_ID if runtime == "onnx" else MINILM_INT8_ID
+        return emb
+
+    fixed = Named("minilm-int8")
+    fixed.model_id = MINILM_INT8_ID
+    es = Embedders.of(fixed)
+    es.make_minilm = on
+    assert es.recorded("new", None) is fixed and es.recorded("int8", MINILM_INT8_ID) is fixed
+    old = es.recorded("float32", MINILM_ID)
+    assert old.model_id == MINILM_ID and made == ["onnx"]
+    assert es.recorded("float32", MINILM_ID) is old  # made once
+    assert es.recorded("other", "acme/other") is fixed  # not MiniLM: the checks refuse it

@@ -65,6 +65,26 @@ def test_each_variant_stays_in_torchs_vector_space(embedders: dict[str, object])
         assert (np.argmax(q[:6] @ p.T, axis=1) == np.argmax(torch_q[:6] @ torch_p.T, axis=1)).all()
 
 
+def test_a_text_gets_the_same_vector_whatever_is_embedded_beside_it(
+    embedders: dict[str, object],
+) -> None:
+    """int8 quantises activations per request: in a batch, a text's vector would move with its
+    neighbours (and their padding). Each runtime gives a text the same vector alone, in any
+    batch and at any place in it."""
+    for runtime in ("onnx", "onnx-int8"):
+        emb = embedders[runtime]
+        for embed, texts in (
+            (emb.embed_queries, QUESTIONS),  # type: ignore[attr-defined]
+            (emb.embed_passages, PASSAGES),  # type: ignore[attr-defined]
+        ):
+            together = embed(texts)
+            alone = np.concatenate([embed([t]) for t in texts])
+            reordered = embed(texts[::-1])[::-1]
+            tolerance = 0.0 if runtime == "onnx-int8" else 1e-6
+            assert np.abs(together - alone).max() <= tolerance, runtime
+            assert np.abs(together - reordered).max() <= tolerance, runtime
+
+
 def test_float32_variants_share_the_model_id_and_int8_records_its_own(embedders: dict[str, object]):
     ids = {r: e.model_id for r, e in embedders.items()}  # type: ignore[attr-defined]
     plain = "sentence-transformers/all-MiniLM-L6-v2"
