@@ -7,8 +7,9 @@ from hybrid_es import HybridEs, Principal, Settings
 from hybrid_es.adapters.haystack import HybridEsRetriever
 from hybrid_es.adapters.haystack_store import HybridEsDocumentStore
 
-settings = Settings(filterable_fields="team:keyword")  # URL and index names: HYBRID_ES_*
-HybridEs(settings).bootstrap(force=True)  # maps the declared field `team`
+# A namespace of its own (templates, indices): beside other deployments of the cluster.
+settings = Settings(namespace="haystack_app", filterable_fields="team:keyword")  # URL: HYBRID_ES_*
+HybridEs(settings).bootstrap()  # maps the declared field `team`
 # The indexer writes for tenant acme; every user of acme ("*") may read what it writes.
 indexer = Principal(tenant="acme", user_id="indexer")
 store = HybridEsDocumentStore(indexer, settings=settings, acl_groups=["*"])

@@ -1,13 +1,14 @@
 """hybrid-es as a LangChain vector store: write documents, search them with a filter, cite them.
-The engine and index names: HYBRID_ES_* (python examples/langchain_app.py)."""
+The engine: HYBRID_ES_*; the index names: its namespace's (python examples/langchain_app.py)."""
 
 from langchain_core.documents import Document
 
 from hybrid_es import HybridEs, Principal, Settings
 from hybrid_es.adapters.langchain_store import HybridEsVectorStore
 
-hes = HybridEs(Settings(filterable_fields="team:keyword"))  # the metadata a filter may name
-hes.bootstrap()  # templates and indices, `team` mapped
+# A namespace of its own (templates, indices): beside other deployments of the cluster.
+hes = HybridEs(Settings(namespace="langchain_app", filterable_fields="team:keyword"))
+hes.bootstrap()  # templates and indices, `team` mapped: the metadata a filter may name
 me = Principal(tenant="acme", user_id="alice", groups=("staff",))  # from your auth
 store = HybridEsVectorStore.from_settings(me, hes, acl_groups=("staff",))
 for doc_id, team, path, text in [

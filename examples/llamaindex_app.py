@@ -1,5 +1,6 @@
 """hybrid-es in a LlamaIndex app: write through a VectorStoreIndex, retrieve with LlamaIndex's
-own MetadataFilters, cite each answer's source. The engine and index names: HYBRID_ES_*."""
+own MetadataFilters, cite each answer's source. The engine: HYBRID_ES_*; the index names: its
+namespace's."""
 
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
@@ -7,8 +8,10 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from hybrid_es import HybridEs, Principal, Settings
 from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore, StoreEmbedding
 
-hes = HybridEs(Settings(filterable_fields="team:keyword,ref_doc_id:keyword"))  # ref_doc_id: deletes
-hes.bootstrap(force=True)  # maps meta_filter.* in new indices
+# A namespace of its own (templates, indices): beside other deployments of the cluster.
+fields = "team:keyword,ref_doc_id:keyword"  # ref_doc_id: what deletes find
+hes = HybridEs(Settings(namespace="llamaindex_app", filterable_fields=fields))
+hes.bootstrap()  # maps meta_filter.* in new indices
 writer = Principal(tenant="demo-A", user_id="docs-bot", groups=("staff",))  # from your auth
 store = HybridEsVectorStore.from_settings(writer, hes, acl_groups=("staff",))
 index = VectorStoreIndex.from_vector_store(store, embed_model=StoreEmbedding())

@@ -25,6 +25,7 @@ from hybrid_es.connection_strings import (
 )
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.metadata_fields import FilterableFields, parse_filterable_fields
+from hybrid_es.namespace import NAMESPACE_RULE, check_namespace, in_namespace
 from hybrid_es.tenancy import IndexLayout, TenancyMode
 
 DEFAULT_CHUNKS_INDEX = "hybrid-es-chunks"
@@ -32,6 +33,13 @@ DEFAULT_PACKETS_INDEX = "hybrid-es-packets"
 DEFAULT_TRACES_INDEX = "hybrid-es-traces"
 DEFAULT_CORPUS_STATE_INDEX = "hybrid-es-corpus-state"
 DEFAULT_URL = "http://127.0.0.1:9200"
+_INDEX_DEFAULTS = {
+    "chunks_index": DEFAULT_CHUNKS_INDEX,
+    "packets_index": DEFAULT_PACKETS_INDEX,
+    "traces_index": DEFAULT_TRACES_INDEX,
+    "corpus_state_index": DEFAULT_CORPUS_STATE_INDEX,
+}
+"""The index name settings, with their names in the default namespace."""
 
 
 class Settings(BaseSettings):
@@ -82,6 +90,14 @@ class Settings(BaseSettings):
     its URL comes only with its own credentials, so a credential set beside it is refused
     (:func:`start_local_settings`)."""
 
+    namespace: str = ""
+    """The deployment's name on a cluster that several deployments share (``[a-z0-9_]``, 1 to
+    32 characters). Every object hybrid-es creates carries it: the index and component
+    templates and their patterns, the indices (the four index settings below default to
+    ``hybrid-es.<namespace>-chunks`` and so on), the roles, the search pipelines, the Kibana
+    data view and dashboards. Two deployments of different namespaces bootstrap, ingest,
+    search and prune without touching each other's objects (``hybrid_es.namespace``). Empty
+    (the default): today's names, ``hybrid-es-chunks`` and so on."""
     chunks_index: str = DEFAULT_CHUNKS_INDEX
     packets_index: str = DEFAULT_PACKETS_INDEX
     traces_index: str = DEFAULT_TRACES_INDEX
@@ -103,14 +119,14 @@ class Settings(BaseSettings):
     """``auto`` (each chunks index takes the English MiniLM or the multilingual e5 from the
     scripts of its first documents, and keeps it: ``encoders.embedder_choice``), ``minilm``,
     ``e5``, or a sentence-transformers model name or folder for every index."""
-    embed_runtime: Literal["onnx", "onnx-int8", "torch"] = "onnx"
-    """How MiniLM runs for a new index (``encoders.embedder.RUNTIMES``): ONNX Runtime on the
-    float32 weights (the default: torch's vectors, cosine 1.00000, about half torch's query
-    time), on int8 weights (about a quarter; its own vectors, recorded as the model id
-    ``...@onnx-int8-fused``), or torch. The ONNX files are built on first use from the packaged
-    weights (``encoders.onnx_build``). An index is always embedded as it was written: with
-    ``auto`` a search of an index another runtime wrote uses that runtime (docs/evaluation.md,
-    "A cheaper query encoder")."""
+    embed_runtime: Literal["onnx", "onnx-int8", "torch"] = "onnx-int8"
+    """How MiniLM runs for a new index (``encoders.embedder.RUNTIMES``): ONNX Runtime on int8
+    weights (the default: the fused graph, a query in about a quarter of torch's time, its own
+    vectors, recorded as the model id ``...@onnx-int8-fused``), on the float32 weights (torch's
+    vectors, about half torch's query time), or torch. The ONNX files are built on first use
+    from the packaged weights (``encoders.onnx_build``). An index is always embedded as it was
+    written: a search or ingest of an index another runtime wrote uses that runtime, with
+    ``auto`` and a fixed ``minilm`` alike (docs/evaluation.md, "The fused graph")."""
     embed_threads: int = Field(default=1, ge=0, le=256)
     """Torch threads of one query embedding, in the searching thread (0: torch's own count, one
     per core). One by default: with two, a query that runs beside another busy process waits on
@@ -162,6 +178,27 @@ class Settings(BaseSettings):
     from how far each leg's best score stands above its own list, fused client-side;
     ``retrieval.fusion.DEFAULT_ALPHA``) or a fixed number in [0, 1] (0.4 is the best fixed one
     across the shared collections; a fixed weight lets the engine fuse natively)."""
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _namespace_is_a_name(cls, value: Any) -> Any:
+        return check_namespace(value.strip()) if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names_in_the_namespace(cls, data: Any) -> Any:
+        # The index names a deployment leaves unset (or empty) are its namespace's; a bad
+        # namespace is left to its field's validator, which names the variable.
+        if not isinstance(data, dict):
+            return data
+        namespace = data.get("namespace")
+        if not isinstance(namespace, str) or not NAMESPACE_RULE.fullmatch(namespace.strip()):
+            return data
+        out = dict(data)
+        for name, default in _INDEX_DEFAULTS.items():
+            if not out.get(name):
+                out[name] = in_namespace(default, namespace.strip())
+        return out
 
     @field_validator("fusion_alpha")
     @classmethod
@@ -321,6 +358,7 @@ class Settings(BaseSettings):
             traces=self.traces_index,
             corpus_state=self.corpus_state_index,
             mode=self.tenancy,
+            namespace=self.namespace,
         )
 
     def redacted_url(self) -> str:

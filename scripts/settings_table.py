@@ -27,10 +27,13 @@ from typing import Any
 from pydantic import SecretStr
 
 from hybrid_es.client_options import ALLOWED_CLIENT_OPTIONS
+from hybrid_es.cluster.source_connection import ENV_PREFIX as SOURCE_PREFIX
+from hybrid_es.cluster.source_connection import SourceSettings
 from hybrid_es.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS_SOURCE = ROOT / "hybrid_es" / "settings.py"
+SOURCE_SETTINGS = ROOT / "hybrid_es" / "cluster" / "source_connection.py"
 PAGE = ROOT / "docs" / "configuration.md"
 START = "<!-- settings-table:start (generated: scripts/settings_table.py --write) -->"
 END = "<!-- settings-table:end -->"
@@ -66,12 +69,11 @@ in settings.py, as the field's docstring; a test fails when an entry here names 
 has one (or none), so this list can only shrink."""
 
 
-def field_docstrings(source: Path = SETTINGS_SOURCE) -> dict[str, str]:
-    """Each ``Settings`` field's docstring: the string literal right under its annotation."""
+def field_docstrings(source: Path = SETTINGS_SOURCE, name: str = "Settings") -> dict[str, str]:
+    """Each field's docstring of the class ``name`` in ``source``: the string literal right
+    under its annotation."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    cls = next(
-        node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Settings"
-    )
+    cls = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
     out: dict[str, str] = {}
     for node, after in zip(cls.body, [*cls.body[1:], None], strict=True):
         if (
@@ -165,11 +167,11 @@ def type_text(annotation: Any, metadata: list[Any]) -> str:
     return base + (f" ({', '.join(bounds)})" if bounds else "")
 
 
-def default_text(name: str) -> str:
-    field = Settings.model_fields[name]
+def default_text(name: str, model: Any = Settings) -> str:
+    field = model.model_fields[name]
     factory = field.default_factory
     value = factory() if factory is not None else field.default  # type: ignore[call-arg]
-    if value is None or value == () or value == {}:
+    if value is None or value in ((), {}, ""):
         return "unset"
     if isinstance(value, bool):
         return _code(str(value).lower())
@@ -221,8 +223,31 @@ def generate() -> str:
             " the settings are read, naming the setting to use):",
             "",
             *options,
+            "",
+            *source_table(),
         ]
     )
+
+
+def source_table() -> list[str]:
+    """The ``HYBRID_ES_SOURCE_*`` settings of an index sync's source
+    (``hybrid_es.cluster.source_connection.SourceSettings``), as a table of their own."""
+    docs = field_docstrings(SOURCE_SETTINGS, "SourceSettings")
+    rows = [
+        f"The source of an index sync (`hybrid-es ingest --from-index`, [sync.md](sync.md)),"
+        f" `{SOURCE_PREFIX}*`: read only for the source, never for the deployment (nor the"
+        " deployment's for the source):",
+        "",
+        "| variable | type | default | what it does |",
+        "|---|---|---|---|",
+    ]
+    for name, field in SourceSettings.model_fields.items():
+        text = _markdown(docs.get(name, ""))
+        rows.append(
+            f"| `{SOURCE_PREFIX}{name.upper()}` | {type_text(field.annotation, field.metadata)} | "
+            f"{_cell(default_text(name, SourceSettings))} | {_cell(text)} |"
+        )
+    return rows
 
 
 def rewrite(page: str, block: str) -> str:

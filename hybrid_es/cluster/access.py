@@ -67,8 +67,10 @@ NEEDS: dict[str, Need] = {
     # before it reads the licence and node info (monitor) and simulates templates.
     "bootstrap": Need(cluster=("manage_index_templates", "monitor"), indices=_ALL),
     "bootstrap --tenant": Need(cluster=("manage_security",)),
-    # The tenant's chunks index created on first ingest and its model recorded in the mapping
-    # (put mapping, which only `manage` grants by name); cluster health waits for its shard.
+    # The tenant's chunks index created on first ingest, as generation 1 behind the alias of
+    # its name (creating an index with an alias needs `indices:admin/aliases`, which only
+    # `manage` grants by name), and its model recorded in the mapping (put mapping, the same);
+    # cluster health waits for its shard.
     "ingest": Need(
         cluster=("monitor",),
         indices=(
@@ -81,6 +83,7 @@ NEEDS: dict[str, Need] = {
                     "view_index_metadata",
                     "maintenance",
                     "indices:admin/mapping/put",
+                    "indices:admin/aliases",
                 ),
             ),
             ("corpus_state", ("read", "write")),
@@ -303,3 +306,84 @@ def elasticsearch_access(engine: Engine, layout: IndexLayout) -> tuple[CommandAc
 def opensearch_access(authinfo: dict[str, Any]) -> tuple[CommandAccess, ...]:
     """The commands' access from the security plugin's ``authinfo`` answer."""
     return access_from_opensearch_roles([str(r) for r in authinfo.get("roles", [])])
+
+
+# -- an ingest source (``hybrid-es ingest --from-index``) ------------------------------------------
+
+SOURCE_NEEDS = ("read", "view_index_metadata")
+"""What reading a source index needs on it (``cluster.source_read``), and all it needs."""
+SOURCE_MORE = ("write", "delete_index", "manage", "create_index")
+"""Privileges on a source that its reader does not need: held, they are reported."""
+
+
+def source_access_from_has_privileges(answer: dict[str, Any], index: str) -> CommandAccess:
+    """The source read's access from Elasticsearch's ``_has_privileges`` answer to
+    :func:`source_privileges_body`: what it lacks of :data:`SOURCE_NEEDS`, and which of
+    :data:`SOURCE_MORE` it holds besides (least privilege: a reader need not write)."""
+    got = dict(answer.get("index", {}).get(index, {}))
+    missing = tuple(f"{p} on {index}" for p in SOURCE_NEEDS if not got.get(p, False))
+    more = [p for p in SOURCE_MORE if got.get(p, False)]
+    degraded = (
+        (f"holds more than a source read needs: {', '.join(more)} on {index}",) if more else ()
+    )
+    return CommandAccess(
+        command=f"ingest --from-index {index}",
+        allowed=not missing,
+        missing=missing,
+        degraded=degraded,
+        basis="_has_privileges",
+    )
+
+
+def source_privileges_body(index: str) -> dict[str, Any]:
+    """One ``_has_privileges`` request for a source read's needs, and the privileges beyond."""
+    return {"index": [{"names": [index], "privileges": [*SOURCE_NEEDS, *SOURCE_MORE]}]}
+
+
+def source_access(engine: Engine, index: str) -> CommandAccess:
+    """Whether the source credentials of ``engine`` may read ``index`` as an ingest source, with
+    read APIs only: the reads a sync makes, tried (its settings, a count, a point in time opened
+    and closed), and on Elasticsearch the privileges they hold beyond (``_has_privileges``).
+    Raises AuthenticationError for credentials the cluster refuses (401)."""
+    from hybrid_es.cluster import source_read
+
+    command = f"ingest --from-index {index}"
+    tried: list[str] = []
+    try:
+        source_read.describe(engine, index)
+        tried.append("settings")
+        source_read.count(engine, index)
+        tried.append("count")
+        pit = source_read.open_pit(engine, index, "30s")
+        if pit is not None:
+            source_read.close_pit(engine, pit)
+            tried.append("point in time")
+    except AuthenticationError as exc:
+        if exc.status == 401:
+            raise
+        step = ("settings", "count", "point in time")[len(tried)]
+        lacks = "view_index_metadata" if step == "settings" else "read"
+        return CommandAccess(
+            command=command,
+            allowed=False,
+            missing=(f"{lacks} on {index} (its {step} was refused)",),
+            basis="tried",
+        )
+    except EngineError as exc:
+        return CommandAccess(
+            command=command, allowed=False, missing=(exc.message[:160],), basis="tried"
+        )
+    basis = "tried: " + ", ".join(tried)
+    if engine.flavor != "elasticsearch":
+        return CommandAccess(command=command, allowed=True, basis=basis)
+    try:
+        answer = engine.request(
+            "POST",
+            "/_security/user/_has_privileges",
+            body=source_privileges_body(index),
+            what="checking the source's privileges",
+        )
+    except EngineError:  # security off, or the check refused: the reads above settle it
+        return CommandAccess(command=command, allowed=True, basis=basis)
+    checked = source_access_from_has_privileges(dict(answer), index)
+    return checked.model_copy(update={"basis": f"{basis}; _has_privileges"})

@@ -16,6 +16,7 @@ from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import (
     DEPLOYMENT_ROLES,
     backend_role,
+    deployment_role_names,
     render_deployment_role,
     render_role,
 )
@@ -38,7 +39,7 @@ def install_tenant_reader(
         return [("role", name)]
     engine.request("PUT", f"{_OS_API}/roles/{name}", body=role, what="installing a role")
     mapping = _os_mapping(engine, name)
-    wanted = backend_role(tenant)
+    wanted = backend_role(tenant, layout.namespace)
     if wanted not in mapping["backend_roles"]:
         mapping["backend_roles"].append(wanted)
     engine.request("PUT", f"{_OS_API}/rolesmapping/{name}", body=mapping, what="mapping a role")
@@ -50,19 +51,22 @@ def install_deployment_roles(
 ) -> list[tuple[str, str]]:
     """Install (or overwrite) the least-privilege roles ``hybrid-es-admin``, ``-ingest``,
     ``-app`` and ``-trace-reader`` (:data:`~hybrid_es.cluster.templates.DEPLOYMENT_ROLES`) on
-    ``layout``'s index names; the (kind, name) of what was written. Users, API keys and mappings
+    ``layout``'s index names, named for its namespace (``hybrid-es.<ns>-admin``, ...); the
+    (kind, name) of what was written. Users, API keys and mappings
     to them are the deployment's (README "Deploy with least privilege"; the compose stack makes
     a user of the trace reader's)."""
     out = []
-    for name in DEPLOYMENT_ROLES:
+    for name, installed in zip(
+        DEPLOYMENT_ROLES, deployment_role_names(layout.namespace), strict=True
+    ):
         body = render_deployment_role(name, layout, directory=directory, flavor=engine.flavor)
         path = (
-            f"{_OS_API}/roles/{name}"
+            f"{_OS_API}/roles/{installed}"
             if engine.flavor == "opensearch"
-            else f"/_security/role/{name}"
+            else f"/_security/role/{installed}"
         )
         engine.request("PUT", path, body=body, what="installing a role")
-        out.append(("role", name))
+        out.append(("role", installed))
     return out
 
 

@@ -20,6 +20,7 @@ from hybrid_es.cluster.template_bodies import fingerprint, merge_patch
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.metadata_fields import FILTER_OBJECT, MAPPED_AS, FilterableField
 from hybrid_es.models import check_tenant
+from hybrid_es.namespace import in_namespace
 from hybrid_es.tenancy import IndexLayout
 
 Kind = Literal["component", "index", "role", "pipeline"]
@@ -30,6 +31,11 @@ ANALYSIS_TEMPLATE = "hybrid-es-analysis"
 SETTINGS_TEMPLATE = "hybrid-es-settings"
 """The component template of the settings every hybrid-es index shares (shards, replicas)."""
 CHUNKS_TEMPLATE = "hybrid-es-chunks"
+PACKETS_TEMPLATE = "hybrid-es-packets"
+CORPUS_STATE_TEMPLATE = "hybrid-es-corpus-state"
+TRACES_TEMPLATE = "hybrid-es-traces"
+"""The index template of the dated traces indices (``<traces>-YYYY.MM.DD``); the data stream's
+is ``trace_storage.STREAM_TEMPLATE``."""
 TENANT_PLACEHOLDER = "{{tenant}}"
 READER_HINT = (
     "set HYBRID_ES_TENANCY=index-per-tenant (the default) and re-ingest each tenant into its "
@@ -54,16 +60,38 @@ def templates_dir(override: Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Template:
-    """One installable object: its kind, the name it is installed under, and its body."""
+    """One installable object: its kind, the name it is installed under, and its body. ``key``
+    is its name in the default namespace (what this module's constants name: the same in
+    every namespace); empty, the name."""
 
     kind: Kind
     name: str
     body: dict[str, Any]
     source: Path
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.name)
 
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.body)
+
+
+def in_namespace_template(t: Template, namespace: str) -> Template:
+    """``t`` as ``namespace`` installs it (pure): its name, its index patterns and the component
+    templates it composes renamed (``hybrid-es-chunks*`` -> ``hybrid-es.<ns>-chunks*``:
+    ``hybrid_es.namespace``); the mappings and settings as the file has them. Unchanged in the
+    default namespace."""
+    if not namespace:
+        return t
+    body = copy.deepcopy(t.body)
+    if "index_patterns" in body:
+        body["index_patterns"] = [in_namespace(p, namespace) for p in body["index_patterns"]]
+    if "composed_of" in body:
+        body["composed_of"] = [in_namespace(c, namespace) for c in body["composed_of"]]
+    return replace(t, name=in_namespace(t.key, namespace), body=body)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -80,12 +108,14 @@ def load_templates(
     profile: AnalysisProfile = "standard",
     directory: Path | None = None,
     flavor: Flavor = "elasticsearch",
+    namespace: str = "",
 ) -> list[Template]:
     """Component and index templates to install, in dependency order (components first).
 
     The two analysis files are alternatives: the one matching ``profile`` is installed under the
     single name ``hybrid-es-analysis`` that the index templates compose. On OpenSearch, a file of
-    the same name under ``opensearch/`` is a JSON merge patch (RFC 7386) over each body.
+    the same name under ``opensearch/`` is a JSON merge patch (RFC 7386) over each body. In a
+    ``namespace`` each is renamed for it (:func:`in_namespace_template`).
     """
     root = templates_dir(directory)
     out: list[Template] = []
@@ -100,7 +130,8 @@ def load_templates(
             patch = root / "opensearch" / folder / path.name
             if flavor == "opensearch" and patch.is_file():
                 body = merge_patch(body, _read(patch))
-            out.append(Template(kind, name, body, path))  # type: ignore[arg-type]
+            t = Template(kind, name, body, path)  # type: ignore[arg-type]
+            out.append(in_namespace_template(t, namespace))
     _check_composition(out)
     return out
 
@@ -144,7 +175,7 @@ def with_index_settings(
     """
     out = []
     for t in templates:
-        if t.kind == "component" and t.name == SETTINGS_TEMPLATE:
+        if t.kind == "component" and t.key == SETTINGS_TEMPLATE:
             body = copy.deepcopy(t.body)
             index = _index_settings(body)
             index["number_of_shards"] = int(shards)
@@ -155,7 +186,7 @@ def with_index_settings(
                 index.pop("number_of_replicas", None)
                 index["auto_expand_replicas"] = replicas
             t = replace(t, body=body)
-        elif t.kind == "index" and t.name == CHUNKS_TEMPLATE and chunks_shards is not None:
+        elif t.kind == "index" and t.key == CHUNKS_TEMPLATE and chunks_shards is not None:
             body = copy.deepcopy(t.body)
             _index_settings(body)["number_of_shards"] = int(chunks_shards)
             t = replace(t, body=body)
@@ -189,7 +220,7 @@ def with_filterable_fields(
         return templates
     out = []
     for t in templates:
-        if t.kind == "index" and t.name == CHUNKS_TEMPLATE:
+        if t.kind == "index" and t.key == CHUNKS_TEMPLATE:
             body = copy.deepcopy(t.body)
             mappings = body.setdefault("template", {}).setdefault("mappings", {})
             mappings.setdefault("properties", {})[FILTER_OBJECT] = filter_mapping(fields)
@@ -219,10 +250,14 @@ def _index_settings(body: dict[str, Any]) -> dict[str, Any]:
     return index
 
 
-def load_pipelines(directory: Path | None = None) -> list[Template]:
-    """OpenSearch's search pipelines of the native fusion (``opensearch/pipelines/``)."""
+def load_pipelines(directory: Path | None = None, namespace: str = "") -> list[Template]:
+    """OpenSearch's search pipelines of the native fusion (``opensearch/pipelines/``), named
+    for ``namespace``."""
     root = templates_dir(directory) / "opensearch" / "pipelines"
-    return [Template("pipeline", p.stem, _read(p), p) for p in sorted(root.glob("*.json"))]
+    return [
+        in_namespace_template(Template("pipeline", p.stem, _read(p), p), namespace)
+        for p in sorted(root.glob("*.json"))
+    ]
 
 
 PIPELINES = {"rrf": "hybrid-es-rrf", "linear": "hybrid-es-linear"}
@@ -353,7 +388,7 @@ def render_role(
     body = _fill(_read(path), fills)
     if flavor == "elasticsearch":
         body.pop("description", None)
-    return role_name(tenant), body
+    return role_name(tenant, layout.namespace), body
 
 
 DEPLOYMENT_ROLES = (
@@ -364,7 +399,15 @@ DEPLOYMENT_ROLES = (
 )
 """The least-privilege roles of a deployment, one per process kind (README "Deploy with least
 privilege"), and one for the people who read the traces in Kibana (read-only, the traces alone:
-docs/deploying.md); ``bootstrap --roles`` installs them."""
+docs/deploying.md); ``bootstrap --roles`` installs them, named for the deployment's namespace
+(:func:`deployment_role_names`)."""
+
+
+def deployment_role_names(namespace: str = "") -> tuple[str, ...]:
+    """:data:`DEPLOYMENT_ROLES` as ``namespace`` names them (``hybrid-es.<ns>-admin``, ...)."""
+    return tuple(in_namespace(name, namespace) for name in DEPLOYMENT_ROLES)
+
+
 _DEFAULT_PREFIXES = (
     ("hybrid-es-corpus-state", "corpus_state"),
     ("hybrid-es-chunks", "chunks"),
@@ -407,13 +450,15 @@ def _on_layout(pattern: str, layout: IndexLayout) -> str:
     return pattern
 
 
-def role_name(tenant: str) -> str:
-    return f"hybrid-es-tenant-reader-{tenant}"
+def role_name(tenant: str, namespace: str = "") -> str:
+    """The name of ``tenant``'s reader role in ``namespace``."""
+    return in_namespace(f"hybrid-es-tenant-reader-{tenant}", namespace)
 
 
-def backend_role(tenant: str) -> str:
-    """The backend role an OpenSearch user carries to be mapped to a tenant's reader role."""
-    return f"hybrid-es-tenant-{tenant}"
+def backend_role(tenant: str, namespace: str = "") -> str:
+    """The backend role an OpenSearch user carries to be mapped to a tenant's reader role (of
+    ``namespace``)."""
+    return in_namespace(f"hybrid-es-tenant-{tenant}", namespace)
 
 
 def _fill(node: Any, fills: dict[str, str]) -> Any:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import Template
 from hybrid_es.errors import EngineError
+from hybrid_es.namespace import in_namespace
 from hybrid_es.tenancy import IndexLayout
 
 TraceStorageKind = Literal["data-stream-lifecycle", "data-stream", "dated-indices"]
@@ -131,7 +132,7 @@ def trace_templates(templates: list[Template], kind: str, retention_days: int) -
     ``data_retention`` where the cluster deletes old traces itself."""
     out = []
     for t in templates:
-        if t.name == STREAM_TEMPLATE:
+        if t.key == STREAM_TEMPLATE:
             if kind == "dated-indices":
                 continue
             lifecycle = t.body.get("template", {}).get("lifecycle")
@@ -157,7 +158,8 @@ def trace_storage_actions(
         stream = layout.traces_stream()
         info = get_data_stream(engine, stream)
         if info is not None:
-            out.append(_bring_up(engine, stream, info, apply=apply))
+            template = in_namespace(STREAM_TEMPLATE, layout.namespace)
+            out.append(_bring_up(engine, stream, info, template, apply=apply))
         elif apply:
             create_data_stream(engine, stream)
             out.append(("data stream", stream, "create", ""))
@@ -178,13 +180,13 @@ def trace_storage_actions(
 
 
 def _bring_up(
-    engine: Engine, stream: str, info: dict[str, Any], *, apply: bool
+    engine: Engine, stream: str, info: dict[str, Any], template: str, *, apply: bool
 ) -> tuple[str, str, str, str]:
-    """The stream's write index against the installed stream template: fields it lacks are added
-    to the whole stream when ``apply`` (a strict mapping would refuse new traces until the next
-    rollover), else reported."""
+    """The stream's write index against the installed stream ``template`` (the namespace's):
+    fields it lacks are added to the whole stream when ``apply`` (a strict mapping would refuse
+    new traces until the next rollover), else reported."""
     simulated = engine.request(
-        "POST", f"/_index_template/_simulate/{STREAM_TEMPLATE}", what="simulating a template"
+        "POST", f"/_index_template/_simulate/{template}", what="simulating a template"
     )
     want = simulated.get("template", {}).get("mappings", {}).get("properties", {})
     write = backing_indices(info)[-1:]

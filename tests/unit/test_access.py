@@ -233,3 +233,49 @@ def test_the_capability_report_says_whether_reader_credentials_can_be_made():
     assert rows["tenant reader credentials"].startswith("one role per tenant")
     shared = dict(_caps().model_copy(update={"tenancy": "shared"}).rows())
     assert shared["tenant reader credentials"].startswith("refused (shared tenancy)")
+
+
+def test_the_source_read_needs_read_and_view_index_metadata_and_reports_more():
+    from hybrid_es.cluster.access import (
+        SOURCE_MORE,
+        SOURCE_NEEDS,
+        source_access_from_has_privileges,
+        source_privileges_body,
+    )
+
+    body = source_privileges_body("legacy-docs")
+    assert body == {
+        "index": [{"names": ["legacy-docs"], "privileges": [*SOURCE_NEEDS, *SOURCE_MORE]}]
+    }
+
+    def answer(*held: str) -> dict[str, object]:
+        privs = body["index"][0]["privileges"]
+        return {"index": {"legacy-docs": {p: p in held for p in privs}}}
+
+    exact = source_access_from_has_privileges(answer("read", "view_index_metadata"), "legacy-docs")
+    assert exact.allowed and not exact.degraded
+    assert exact.describe() == "yes (_has_privileges)"
+    lacking = source_access_from_has_privileges(answer("read"), "legacy-docs")
+    assert not lacking.allowed and lacking.missing == ("view_index_metadata on legacy-docs",)
+    wide = source_access_from_has_privileges(
+        answer("read", "view_index_metadata", "write", "manage"), "legacy-docs"
+    )
+    assert wide.allowed and wide.degraded == (
+        "holds more than a source read needs: write, manage on legacy-docs",
+    )
+
+
+def test_the_shipped_source_reader_role_grants_exactly_the_source_read():
+    from hybrid_es.cluster.access import SOURCE_NEEDS
+
+    role = json.loads((ROLES / "hybrid-es-source-reader.json").read_text(encoding="utf-8"))
+    assert role["cluster"] == []
+    (entry,) = role["indices"]
+    assert entry["names"] == ["{{source_index}}"] and tuple(entry["privileges"]) == SOURCE_NEEDS
+    twin = json.loads(
+        (OPENSEARCH_ROLES / "hybrid-es-source-reader.json").read_text(encoding="utf-8")
+    )
+    (os_entry,) = twin["index_permissions"]
+    assert os_entry["index_patterns"] == ["{{source_index}}"]
+    assert "read" in os_entry["allowed_actions"]
+    assert not {"crud", "write", "manage", "indices_all"} & set(os_entry["allowed_actions"])
