@@ -319,8 +319,9 @@ as_es() {
 # the integ-test zip cannot create (its mapping needs analysis-common), so document-level security
 # and least privilege are testable here for real. Users (password $PASSWORD): reader-<tenant> with
 # that tenant's reader role, rx-reader-<tenant> with the same role over the test suite's reader
-# layout, and hybrid-es-admin, hybrid-es-ingest, hybrid-es-app and hybrid-es-trace-reader, each
-# with the role of its name. Also run on a node that is already up: the node reloads both files,
+# layout, and hybrid-es-admin, hybrid-es-ingest, hybrid-es-app, hybrid-es-trace-reader and
+# hybrid-es-source-reader (an index sync's source credential, on legacy-*), each with the role of
+# its name. Also run on a node that is already up: the node reloads both files,
 # so roles.yml is replaced whole and only missing users are added.
 DEPLOYMENT_ROLES="hybrid-es-admin hybrid-es-ingest hybrid-es-app hybrid-es-trace-reader"
 provision_file_realm() {
@@ -336,6 +337,10 @@ def line(name, role):
     print(f"{name}: {json.dumps(role)}")
 for name in sys.argv[2].split():
     line(name, json.loads((roles / f"{name}.json").read_text(encoding="utf-8")))
+# The source credential of an index sync (hybrid-es ingest --from-index), on the test suite's
+# source indices (legacy-*): read and view_index_metadata there, nothing else.
+source = (roles / "hybrid-es-source-reader.json").read_text(encoding="utf-8")
+line("hybrid-es-source-reader", json.loads(source.replace("{{source_index}}", "legacy-*")))
 def index_part(tenant):  # hybrid_es.tenancy.index_part: '_' -> '__', a capital X -> '_x'
     return "".join("__" if c == "_" else "_" + c.lower() if c.isupper() else c for c in tenant)
 # Each reader role names exactly its tenant's own indices (hybrid_es.cluster.templates.render_role):
@@ -358,7 +363,7 @@ PY
   for tenant in ${HYBRID_ES_FILE_TENANTS:-demo-A demo-B}; do
     pairs+=("reader-$tenant:hybrid-es-tenant-reader-$tenant" "rx-reader-$tenant:hybrid-es-rx-reader-$tenant")
   done
-  for role in $DEPLOYMENT_ROLES; do pairs+=("$role:$role"); done
+  for role in $DEPLOYMENT_ROLES hybrid-es-source-reader; do pairs+=("$role:$role"); done
   add_users "${pairs[@]}"
 }
 

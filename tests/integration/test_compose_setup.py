@@ -102,6 +102,6 @@ def test_the_setup_service_command_bootstraps_a_real_node(es, settings, bootstra
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         assert kibana.requests, "the saved objects were not imported"
-        assert kibana.requests[0]["path"].endswith("/api/saved_objects/_import?overwrite=true")
+        assert kibana.requests[0]["path"].endswith("/api/saved_objects/_import?overwrite=false")
     assert (venv / "bin" / "hybrid-es").exists()  # installed into the fresh environment
     assert es.request("GET", "/_index_template/hybrid-es-chunks", what="reading a template")

@@ -3,16 +3,13 @@ built once and shared, nothing connects before it is asked for, and closing clos
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from hybrid_es import HybridEs, Settings
 from hybrid_es.errors import EngineError
+from tests import namespaces
 from tests.conftest import HashEmbedder
 
 pytestmark = pytest.mark.integration
@@ -20,24 +17,14 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_quickstart_runs_as_the_readme_shows(es, bootstrapped, settings):
-    tag = uuid.uuid4().hex[:10]
-    names = {
-        "HYBRID_ES_CHUNKS_INDEX": f"{settings.chunks_index}-test-quick-{tag}",
-        "HYBRID_ES_CORPUS_STATE_INDEX": f"{settings.corpus_state_index}-test-quick-{tag}",
-        "HYBRID_ES_PACKETS_INDEX": f"{settings.packets_index}-test-quick-{tag}",
-    }
+def test_the_quickstart_runs_as_the_readme_shows(es):
+    # In its own namespace (examples/quickstart.py names it), dropped afterwards.
+    ns = namespaces.example_namespace("quickstart.py")
+    namespaces.drop(es, ns)
     try:
-        run = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-            env={**os.environ, **names, "HF_HUB_OFFLINE": "1"},
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = namespaces.run_example("quickstart.py")
     finally:
-        es.delete_index(",".join(f"{n}*" for n in names.values()))
+        namespaces.drop(es, ns)
     assert run.returncode == 0, run.stderr
     # ana (staff) finds the VPN record; hr's record is never scored, so never shown.
     assert run.stdout.splitlines() == ["vpn 1 1 True VPN access needs a key."]

@@ -6,8 +6,6 @@ program (examples/haystack_app.py) run as a user would run it."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +34,7 @@ from hybrid_es.errors import PolicyViolationError
 from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import WRITER_ROLE, Principal
 from hybrid_es.settings import Settings
+from tests import namespaces
 from tests.integration.test_filters import map_filter_fields
 from tests.integration.test_haystack_conformance import make_store
 
@@ -248,29 +247,15 @@ def test_an_indexer_counts_what_it_wrote_whatever_acl_it_gave(es, scratch):
     assert store.searcher.count_records(manager) == 3
 
 
-def test_the_example_program_runs(es, caps, settings, bootstrapped):
-    from hybrid_es.cluster.bootstrap import bootstrap
-    from hybrid_es.cluster.engine import connect
-
-    tag = uuid.uuid4().hex[:10]
-    names = {
-        "HYBRID_ES_CHUNKS_INDEX": f"{settings.chunks_index}-test-hsex-{tag}",
-        "HYBRID_ES_CORPUS_STATE_INDEX": f"{settings.corpus_state_index}-test-hsex-{tag}",
-        "HYBRID_ES_PACKETS_INDEX": f"{settings.packets_index}-test-hsex-{tag}",
-        "HYBRID_ES_TRACES_INDEX": f"{settings.traces_index}-test-hsex-{tag}",
-    }
-    env = {**os.environ, **names, "HYBRID_ES_TENANCY": "shared"}
-    env["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+def test_the_example_program_runs(es):
+    # The example bootstraps its declared field in its own namespace (no --force: the session's
+    # templates are not touched), in the shared tenancy layout as before.
+    ns = namespaces.example_namespace("haystack_app.py")
+    namespaces.drop(es, ns)
     try:
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "haystack_app.py")],
-            env=env, capture_output=True, text=True, timeout=300, cwd=ROOT,
-        )  # fmt: skip
+        done = namespaces.run_example("haystack_app.py", HYBRID_ES_TENANCY="shared")
     finally:
-        # The example bootstraps with its declared field: put this session's templates back
-        # (with an engine of its own: the session's one guards the indices other tests read).
-        bootstrap(connect(settings), caps, settings, force=True)
-        es.delete_index(",".join(f"{n}*" for n in names.values()))
+        namespaces.drop(es, ns)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert lines and all(

@@ -11,9 +11,6 @@ raised after the rest was written. The README's example program runs as a subpro
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +30,7 @@ from hybrid_es.ingest.indexer import Ingestor
 from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.searcher import HybridSearcher
+from tests import namespaces
 from tests.conftest import HashEmbedder
 from tests.integration.test_filters import map_filter_fields
 
@@ -270,37 +268,15 @@ def test_async_methods_and_from_texts(es, indices):
         )
 
 
-def test_the_example_program(bootstrapped, caps, settings):
-    """examples/langchain_app.py against scratch indices: its bootstrap declares ``team``, so the
-    templates carry it while it runs; they are put back as the session installed them."""
-    from hybrid_es.cluster.bootstrap import bootstrap
-    from hybrid_es.cluster.engine import connect
-
-    admin = connect(settings)  # an engine of its own: no store of this process guards it
-
-    tag = uuid.uuid4().hex[:10]
-    names = {
-        "HYBRID_ES_CHUNKS_INDEX": f"{settings.chunks_index}-test-lcapp-{tag}",
-        "HYBRID_ES_CORPUS_STATE_INDEX": f"{settings.corpus_state_index}-test-lcapp-{tag}",
-        "HYBRID_ES_PACKETS_INDEX": f"{settings.packets_index}-test-lcapp-{tag}",
-    }
-    declared = settings.model_copy(
-        update={"filterable_fields": parse_filterable_fields("team:keyword")}
-    )
+def test_the_example_program(es):
+    """examples/langchain_app.py as a user runs it: its bootstrap declares ``team`` in its own
+    namespace (no ``--force``: the session's templates are not touched), dropped afterwards."""
+    ns = namespaces.example_namespace("langchain_app.py")
+    namespaces.drop(es, ns)
     try:
-        bootstrap(admin, caps, declared, force=True, create_indices=False)
-        run = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "langchain_app.py")],
-            env={**os.environ, **names},
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = namespaces.run_example("langchain_app.py")
     finally:
-        bootstrap(admin, caps, settings, force=True, create_indices=False)
-        chunks = names["HYBRID_ES_CHUNKS_INDEX"]
-        admin.delete_index(",".join([f"{chunks}-t-acme", *names.values()]))
+        namespaces.drop(es, ns)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert len(lines) == 2 and all(line.startswith("handbook/") for line in lines), run.stdout

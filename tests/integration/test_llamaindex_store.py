@@ -14,12 +14,8 @@ program runs as a user would run it.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,9 +39,7 @@ from llama_index.core.vector_stores.types import (
 from hybrid_es.adapters.llamaindex_filters import LlamaIndexFilterError
 from hybrid_es.adapters.llamaindex_nodes import stored_node_id
 from hybrid_es.adapters.llamaindex_store import HybridEsVectorStore, StoreEmbedding
-from hybrid_es.cluster.bootstrap import bootstrap
 from hybrid_es.cluster.corpus_state import CorpusState
-from hybrid_es.cluster.engine import connect
 from hybrid_es.errors import (
     BadQueryError,
     BulkIndexError,
@@ -57,6 +51,7 @@ from hybrid_es.metadata_fields import parse_filterable_fields
 from hybrid_es.models import Principal
 from hybrid_es.retrieval.door import control_reads
 from hybrid_es.retrieval.searcher import HybridSearcher
+from tests import namespaces
 from tests.conftest import HashEmbedder
 from tests.integration.test_filters import map_filter_fields
 
@@ -396,36 +391,15 @@ def test_a_store_refuses_what_it_cannot_serve(es, indices):
         store.query(VectorStoreQuery(query_embedding=[0.5], similarity_top_k=3))
 
 
-def test_the_example_program(caps, settings):  # type: ignore[no-untyped-def]
-    """examples/llamaindex_app.py as a user runs it, on scratch indices named by the
-    environment. It bootstraps with its own declared fields (force): the session's templates are
-    put back afterwards, through an engine of its own as an operator's bootstrap would run."""
-    es = connect(settings)
-    root = Path(__file__).resolve().parents[2]
-    tag = uuid.uuid4().hex[:10]
-    env = {
-        **os.environ,
-        "HYBRID_ES_CHUNKS_INDEX": f"hybrid-es-chunks-example-li-{tag}",
-        "HYBRID_ES_CORPUS_STATE_INDEX": f"hybrid-es-corpus-state-example-li-{tag}",
-        "HYBRID_ES_PACKETS_INDEX": f"hybrid-es-packets-example-li-{tag}",
-        "HYBRID_ES_TRACES": "false",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-    }
+def test_the_example_program(es):  # type: ignore[no-untyped-def]
+    """examples/llamaindex_app.py as a user runs it. It bootstraps its own declared fields in
+    its own namespace (no force: the session's templates are not touched), dropped after."""
+    ns = namespaces.example_namespace("llamaindex_app.py")
+    namespaces.drop(es, ns)
     try:
-        run = subprocess.run(
-            [sys.executable, str(root / "examples" / "llamaindex_app.py")],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        run = namespaces.run_example("llamaindex_app.py", HYBRID_ES_TRACES="false")
     finally:
-        bootstrap(es, caps, settings, force=True, create_indices=False)
-        scratch = es.request("GET", f"/_cat/indices/*{tag}*?format=json", what="listing")
-        if scratch:
-            es.delete_index(",".join(i["index"] for i in scratch))
+        namespaces.drop(es, ns)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.strip().splitlines()
     assert len(lines) == 2, run.stdout  # the filter leaves the two ops documents
