@@ -38,6 +38,7 @@ _HOMES = {
     "HybridSearcher": "hybrid_es.retrieval.searcher",
     "IndexLayout": "hybrid_es.tenancy",
     "IndexMissingError": "hybrid_es.errors",
+    "IndexSource": "hybrid_es.ingest.sync",
     "IngestError": "hybrid_es.errors",
     "Ingestor": "hybrid_es.ingest.indexer",
     "ManifestConflictError": "hybrid_es.errors",
@@ -87,6 +88,7 @@ __all__ = [
     "HybridSearcher",
     "IndexLayout",
     "IndexMissingError",
+    "IndexSource",
     "IngestError",
     "Ingestor",
     "ManifestConflictError",
@@ -162,6 +164,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same names, imported e
     from hybrid_es.ingest.documents import Document
     from hybrid_es.ingest.indexer import Ingestor
     from hybrid_es.ingest.run import ingest_path
+    from hybrid_es.ingest.sync import IndexSource
     from hybrid_es.models import (
         AuthorizationDecision,
         Hit,

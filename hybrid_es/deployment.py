@@ -32,12 +32,18 @@ from hybrid_es.cluster.bootstrap import BootstrapReport, bootstrap
 from hybrid_es.cluster.capabilities import Capabilities, probe
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, as_engine, connect
-from hybrid_es.encoders.embedder import Embedder
-from hybrid_es.encoders.embedder_choice import Embedders, make_embedders
+from hybrid_es.cluster.generations import Generation, adopt
+from hybrid_es.cluster.source_connection import SourceSettings, connect_source
+from hybrid_es.encoders.embedder import Embedder, make_embedder
+from hybrid_es.encoders.embedder_choice import Embedders, make_embedders, models_served
 from hybrid_es.encoders.reranker import CrossEncoderReranker, Reranker
+from hybrid_es.errors import ConfigurationError, PolicyViolationError
 from hybrid_es.ingest.documents import Document
 from hybrid_es.ingest.indexer import DEFAULT_ACLS, Ingestor, IngestReport
+from hybrid_es.ingest.rebuild import Rebuild, RebuildReport
 from hybrid_es.ingest.run import IngestRun, PathIngest, ingest_path
+from hybrid_es.ingest.sync import IndexSource, SyncHow, SyncRun, sync_index
+from hybrid_es.ingest.sync_workers import SliceJob, sync_workers
 from hybrid_es.models import Principal, RequestScope, SearchRequest, SearchResponse
 from hybrid_es.packets.service import PacketService
 from hybrid_es.packets.store import PacketStore, owner_secret
@@ -241,14 +247,114 @@ class HybridEs:
             progress=progress,
         )
 
+    def source_engine(self, index: str, source: SourceSettings | None = None) -> Engine:
+        """The engine that reads the source index ``index``: from ``source`` (default: the
+        ``HYBRID_ES_SOURCE_*`` environment), its own client where they name a source URL, else
+        this deployment's (``cluster.source_connection``: a source credential never reaches
+        this cluster, nor this deployment's the source's). ConfigurationError for an ``index``
+        that could reach this deployment's own indices."""
+        settings = source if source is not None else SourceSettings()
+        return connect_source(settings, self.engine, self.settings.layout(), index)
+
+    def sync_index(
+        self,
+        source: IndexSource | str,
+        principal: Principal,
+        how: SyncHow | None = None,
+        *,
+        source_settings: SourceSettings | None = None,
+        workers: int = 1,
+        on_total: Callable[[int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> SyncRun:
+        """Sync an existing index into ``principal``'s tenant
+        (:func:`~hybrid_es.ingest.sync.sync_index`: a full pass first, then only the changes;
+        ``how``: the slice this process takes, chunking, ``full``, ``dry_run``). ``workers`` > 1
+        reads every slice in processes of their own (``ingest.sync_workers``; ``how.slices`` is
+        then ``workers``), each connecting from this deployment's settings and
+        ``source_settings``. A name for ``source`` reads every field by its own name."""
+        src = IndexSource(source) if isinstance(source, str) else source
+        how = how or SyncHow(default_acl=DEFAULT_ACLS[self.settings.default_acl])
+        if workers > 1:
+            embedder = self._embedder if self._embedder is not None else self.settings.embedder
+            if not isinstance(embedder, str | Embedder):
+                embedder = self.settings.embedder
+            job = SliceJob(
+                self.settings,
+                source_settings if source_settings is not None else SourceSettings(),
+                embedder,
+                src,
+                principal,
+                how,
+            )
+            return sync_workers(job, workers, on_total=on_total, progress=progress)
+        return sync_index(
+            self.source_engine(src.index, source_settings),
+            self.engine,
+            self.embedders,
+            src,
+            principal,
+            layout=self.settings.layout(),
+            how=how,
+            on_total=on_total,
+            progress=progress,
+        )
+
     def delete(self, principal: Principal, doc_id: str) -> int:
         """Mark ``principal``'s document ``doc_id`` deleted (:meth:`Ingestor.delete_document`);
         how many chunks, 0 for one that does not exist or that it may not delete."""
         return self.ingestor.delete_document(principal, doc_id)
 
+    def rebuild(
+        self,
+        principal: Principal,
+        *,
+        embedder: Embedder | str | None = None,
+        action: str = "build",
+        **options: Any,
+    ) -> RebuildReport | list[str] | Generation:
+        """Rebuild ``principal``'s tenant's chunks index online as its next generation
+        (``ingest.rebuild``): ``action`` ``build`` (the default: build, check and switch;
+        ``options``: ``switch_now``, ``switch_wait``, ``progress``, ``on_total``, ``samples``),
+        ``switch-back``, ``drop`` (the generations not served) or ``adopt`` (put an earlier
+        release's index behind an alias first). ``embedder``: the new generation's model (an
+        embedder or a name; default: the one the index records). ``principal`` must hold the
+        tenant's writer role."""
+        s = self.settings
+        if isinstance(embedder, str):
+            embedder = make_embedder(
+                embedder, query_threads=s.embed_threads, runtime=s.embed_runtime
+            )
+        layout = s.layout()
+        work = Rebuild(
+            self.engine,
+            layout,
+            self.ingestor.corpus_state,
+            embedder=embedder,
+            recorded=lambda model: self.embedders.recorded(layout.chunks, model),
+        )
+        if action == "build":
+            return work.run(principal, **options)
+        if action == "switch-back":
+            return work.switch_back(principal, **options)
+        if action == "drop":
+            return work.drop(principal)
+        if action == "adopt":
+            if not principal.is_writer:
+                raise PolicyViolationError(
+                    f"{principal.user_id!r} may not adopt tenant {principal.tenant!r}'s index",
+                    hint="run it as the tenant's writer (hybrid-es reindex does)",
+                )
+            return adopt(self.engine, layout.chunks_for(principal.tenant))
+        raise ConfigurationError(
+            f"unknown rebuild action {action!r}", hint="build, switch-back, drop or adopt"
+        )
+
     def bootstrap(self, **options: Any) -> BootstrapReport:
         """Install this deployment's templates and indices (``cluster.bootstrap.bootstrap``:
-        ``force``, ``check``, ``tenants``, ``roles``)."""
+        ``force``, ``check``, ``tenants``, ``roles``), and report what each existing index
+        needs, its recorded model checked against the configured embedder."""
+        options.setdefault("models", models_served(self.settings.embedder))
         return bootstrap(self.engine, self.capabilities(), self.settings, **options)
 
     def capabilities(self, *, writes: bool = False) -> Capabilities:

@@ -16,6 +16,10 @@ id can only ever reach the caller's own:
   ``_id`` (a proxy's access log of ``GET /<packets>/_doc/<_id>``, an audit log, a version
   conflict's message) cannot confirm a guessed user id by hashing it.
 
+- a source's sync state ``_id`` in the corpus-state index: ``<tenant>::source::<source>``
+  (:func:`sync_key`), beside the tenant's own document (``_id`` the tenant id, which holds no
+  separator): one checkpoint per tenant and source index.
+
 Keys are built from the caller's principal, never read from a document or a request.
 """
 
@@ -81,3 +85,15 @@ def packet_key(tenant: str, owner: str, packet_id: str, secret: bytes | None = N
     """The stored ``_id`` of a packet version owned by ``owner`` of ``tenant``; ``secret`` keys
     the owner's digest (:func:`owner_digest`)."""
     return f"{tenant}{SEPARATOR}{owner_digest(owner, secret)}{SEPARATOR}{packet_id}"
+
+
+def rebuild_key(tenant: str, name: str) -> str:
+    """The stored ``_id`` of the state of an online rebuild of ``tenant``'s chunks index
+    ``name`` (in the corpus-state index): ``<tenant>::rebuild::<name>``."""
+    return f"{tenant}{SEPARATOR}rebuild{SEPARATOR}{name}"
+
+
+def sync_key(tenant: str, source: str) -> str:
+    """The stored ``_id`` of ``tenant``'s sync state of the source index ``source`` (in the
+    corpus-state index): ``<tenant>::source::<source>``."""
+    return f"{tenant}{SEPARATOR}source{SEPARATOR}{source}"

@@ -30,6 +30,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from hybrid_es.models import check_tenant
+from hybrid_es.namespace import check_namespace
 
 TenancyMode = Literal["shared", "index-per-tenant"]
 TENANCY_MODES: tuple[TenancyMode, ...] = ("shared", "index-per-tenant")
@@ -53,19 +54,51 @@ def index_part(tenant: str) -> str:
     return "".join(out)
 
 
+def tenant_of_part(part: str) -> str | None:
+    """The tenant whose index part (:func:`index_part`) is ``part``; None for a string that no
+    tenant's index part is."""
+    out, i = [], 0
+    while i < len(part):
+        c = part[i]
+        if c == "_":
+            nxt = part[i + 1 : i + 2]
+            if nxt == "_":
+                out.append("_")
+            elif nxt.isalpha() and nxt.islower():
+                out.append(nxt.upper())
+            else:
+                return None
+            i += 2
+            continue
+        if c.isupper():
+            return None
+        out.append(c)
+        i += 1
+    tenant = "".join(out)
+    try:
+        check_tenant(tenant)
+    except ValueError:
+        return None
+    return tenant
+
+
 @dataclass(frozen=True)
 class IndexLayout:
-    """Index names for one deployment; ``chunks_for`` gives a tenant's chunks index."""
+    """Index names for one deployment; ``chunks_for`` gives a tenant's chunks index.
+    ``namespace`` is the deployment's (``hybrid_es.namespace``): the one its templates, roles
+    and Kibana objects carry, and whose templates must match these names."""
 
     chunks: str = "hybrid-es-chunks"
     packets: str = "hybrid-es-packets"
     traces: str = "hybrid-es-traces"
     corpus_state: str = "hybrid-es-corpus-state"
     mode: TenancyMode = "index-per-tenant"
+    namespace: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in TENANCY_MODES:
             raise ValueError(f"tenancy must be one of {TENANCY_MODES}, got {self.mode!r}")
+        check_namespace(self.namespace)
 
     @classmethod
     def fixed(cls, chunks: str, **others: str) -> IndexLayout:
@@ -77,6 +110,14 @@ class IndexLayout:
             check_tenant(tenant)
             return self.chunks
         return f"{self.chunks}{TENANT_INDEX_INFIX}{index_part(tenant)}"
+
+    def tenant_of(self, index: str) -> str | None:
+        """The tenant whose chunks index (:meth:`chunks_for`) ``index`` is, in the
+        index-per-tenant layout; None for any other name (and in the shared layout)."""
+        head = f"{self.chunks}{TENANT_INDEX_INFIX}"
+        if self.mode == "shared" or not index.startswith(head):
+            return None
+        return tenant_of_part(index[len(head) :])
 
     def reader_refused_because(self) -> str:
         """Why a per-tenant reader credential cannot be confined to one tenant in this layout

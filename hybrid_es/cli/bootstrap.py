@@ -3,12 +3,22 @@ the templates, indices and roles."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from hybrid_es.cli.common import Json, bad, client, console, emit_json, err_console, settings
+from hybrid_es.cli.common import (
+    Json,
+    bad,
+    client,
+    console,
+    emit_json,
+    err_console,
+    safe,
+    settings,
+)
 from hybrid_es.errors import TemplateConflictError
 from hybrid_es.settings import Settings
 
@@ -37,10 +47,24 @@ def capabilities(
         fusion_method=s.fusion_method,
         fusion_alpha=s.fusion_alpha,
     )
+    caps = _with_source(caps, s)
     if as_json:
         emit_json(caps.model_dump())
         return
     _print_caps(caps, s)
+
+
+def _with_source(caps: Any, s: Settings) -> Any:
+    """The report with the source read's access, where ``HYBRID_ES_SOURCE_INDEX`` names a
+    source (checked with the source's own credentials, read APIs only)."""
+    from hybrid_es.cluster.access import source_access
+    from hybrid_es.cluster.source_connection import connect_source, read_source_settings
+
+    source = read_source_settings()
+    if not source.index:
+        return caps
+    engine = connect_source(source, client(s), s.layout(), source.index)
+    return caps.model_copy(update={"source": source_access(engine, source.index)})
 
 
 def _print_caps(caps: Any, s: Settings) -> None:
@@ -58,7 +82,11 @@ def _print_caps(caps: Any, s: Settings) -> None:
 def bootstrap(
     force: Annotated[bool, typer.Option(help="Overwrite installed templates that differ.")] = False,
     check: Annotated[
-        bool, typer.Option(help="Only compare installed objects with the files.")
+        bool,
+        typer.Option(
+            help="Only compare installed objects with the files, and say what each existing "
+            "index needs (new fields, or a rebuild and the command); exit 1 when anything does."
+        ),
     ] = False,
     tenant: Annotated[
         list[str] | None,
@@ -89,21 +117,41 @@ def bootstrap(
             help="Kibana space id (default: the default).",
         ),
     ] = None,
+    kibana_overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--kibana-overwrite",
+            help="Replace the saved objects whose content differs from this version's (edits "
+            "made in Kibana included); without it they are left alone.",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
-    """Install templates, indices and roles idempotently, then print the capability report."""
+    """Install templates, indices and roles idempotently, then print the capability report.
+    Each existing index is reported current, given the fields it lacks, or as needing a rebuild,
+    with the command that does it (hybrid-es reindex --tenant T)."""
     from hybrid_es.cluster.bootstrap import bootstrap as run_bootstrap
     from hybrid_es.cluster.capabilities import probe
+    from hybrid_es.encoders.embedder_choice import models_served
 
     if space and not kibana:
         raise bad("--space", "a Kibana space needs --kibana (the Kibana URL)")
+    if kibana_overwrite and not kibana:
+        raise bad("--kibana-overwrite", "it needs --kibana (the Kibana URL)")
     s = settings()
     es = client(s)
     # Read-only: bootstrap's own preflight (privileges, licence) runs before its first write.
     caps = probe(es, layout=s.layout())
     try:
         report = run_bootstrap(
-            es, caps, s, force=force, check=check, tenants=tuple(tenant or ()), roles=roles
+            es,
+            caps,
+            s,
+            force=force,
+            check=check,
+            tenants=tuple(tenant or ()),
+            roles=roles,
+            models=models_served(s.embedder),
         )
     except TemplateConflictError as exc:
         for name, d in exc.diffs.items():
@@ -113,27 +161,38 @@ def bootstrap(
     skipped = sorted({a.diff for a in report.actions if a.status == "skipped"})
     for why in skipped:  # on stderr, so that --json shows it too
         err_console.print(f"warning: roles skipped: {why}", markup=False, soft_wrap=True)
+    for a in report.pending:  # the same: each index that needs more than bootstrap does
+        err_console.print(
+            f"warning: index {a.name} {_NEEDS[a.status]}: {a.diff}", markup=False, soft_wrap=True
+        )
     imported = None
     if kibana and not check:
         from hybrid_es.cluster.kibana import import_saved_objects
 
-        imported = import_saved_objects(kibana, s, space=space)
+        imported = import_saved_objects(kibana, s, space=space, overwrite=kibana_overwrite)
     if as_json:
         emit_json(
             {
                 "capabilities": caps.model_dump(),
                 "applied": report.applied,
                 "actions": [
-                    {"kind": a.kind, "name": a.name, "status": a.status, "diff": a.diff}
+                    {
+                        "kind": a.kind,
+                        "name": a.name,
+                        "status": a.status,
+                        "diff": a.diff,
+                        "command": a.command,
+                    }
                     for a in report.actions
                 ],
-                "kibana": imported,
+                "kibana": None if imported is None else dataclasses.asdict(imported),
             }
         )
     else:
         t = Table(title="check" if check else "bootstrap")
         for c in ("kind", "name", "status"):
             t.add_column(c)
+        t.add_column("what it needs", overflow="fold")
         for a in report.actions:
             style = {
                 "create": "green",
@@ -141,11 +200,41 @@ def bootstrap(
                 "missing": "red",
                 "conflict": "red",
                 "skipped": "yellow",
+                "new-fields": "yellow",
+                "rebuild": "red",
             }.get(a.status, "")
-            t.add_row(a.kind, a.name, f"[{style}]{a.status}[/{style}]" if style else a.status)
+            t.add_row(
+                safe(a.kind),
+                safe(a.name),
+                safe(a.status, style=style) if style else safe(a.status),
+                safe(_detail(a)),
+            )
         console.print(t)
         if imported is not None:
-            console.print(f"Kibana: imported {imported} saved object(s)")
+            console.print(
+                f"Kibana: imported {imported.imported} saved object(s), "
+                f"{len(imported.unchanged)} unchanged",
+                markup=False,
+                highlight=False,
+            )
+            for name in imported.kept:
+                err_console.print(
+                    f"warning: Kibana's {name} differs from this version's (edited there?): "
+                    "left alone; --kibana-overwrite replaces it",
+                    markup=False,
+                    soft_wrap=True,
+                )
         _print_caps(caps, s)
-    if check and any(a.status in ("missing", "conflict") for a in report.actions):
+    if check and any(a.status in _NOT_CURRENT for a in report.actions):
         raise typer.Exit(1)
+
+
+_NOT_CURRENT = ("missing", "conflict", "new-fields", "rebuild")
+"""The statuses a ``--check`` exits 1 for: bootstrap (or a rebuild) would change something."""
+_NEEDS = {"rebuild": "needs a rebuild", "conflict": "conflicts with the settings"}
+
+
+def _detail(action: Any) -> str:
+    """What an index or data stream row says it needs (with the command); nothing for a
+    template, whose difference is printed whole where it refuses."""
+    return action.diff if action.kind in ("index", "data stream") else ""

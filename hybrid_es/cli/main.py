@@ -127,7 +127,17 @@ def _root(
 
 def _register() -> None:
     """Commands that live in their own modules (one command group per module)."""
-    from hybrid_es.cli import bootstrap, embedder, ingest, packet, reranker, search, traces, verify
+    from hybrid_es.cli import (
+        bootstrap,
+        embedder,
+        ingest,
+        packet,
+        reindex,
+        reranker,
+        search,
+        traces,
+        verify,
+    )
     from hybrid_es.cli import eval as eval_group
 
     app.command(name="capabilities")(bootstrap.capabilities)
@@ -140,6 +150,7 @@ def _register() -> None:
     app.add_typer(reranker.app, name="reranker")
     app.add_typer(embedder.app, name="embedder")
     app.command(name="verify")(verify.verify)
+    app.command(name="reindex")(reindex.reindex)
 
 
 _register()

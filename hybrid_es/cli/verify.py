@@ -33,8 +33,9 @@ def verify(
     as_json: Json = False,
 ) -> None:
     """Check on this cluster what hybrid-es relies on: native fusion equals client fusion, the
-    policy filter in both legs, document-level security, the analysis profile, trace storage
-    and versions. Exit status 1 when an item failed."""
+    policy filter in both legs, document-level security, the analysis profile, trace storage,
+    versions, and whether each index needs new fields or a rebuild (with the command). Exit
+    status 1 when an item failed."""
     from hybrid_es.verify.interrupt import VerifyInterrupted
     from hybrid_es.verify.run import verify as run_verify
 

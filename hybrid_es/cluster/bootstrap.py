@@ -1,10 +1,21 @@
 """Installing the templates, indices and roles into a cluster, idempotently.
 
+Everything is the deployment's namespace's (``HYBRID_ES_NAMESPACE``, ``hybrid_es.namespace``):
+the templates, pipelines and roles are named for it, and only indices its templates match are
+read or brought up, so a bootstrap, forced or not, changes nothing of another namespace.
+
 Nothing is written when any installed template differs from its file, unless ``force`` is set:
 the caller sees every difference first. Every check that can fail runs before the first write
-(:func:`preflight`: the credentials' privileges, the tenant ids, the licence; then the chunks
-index names, the template conflicts, and the existing indices' vector fields and policy fields),
-so that a refused bootstrap leaves nothing half-installed.
+(:func:`preflight`: the credentials' privileges, the tenant ids, the licence; then the index
+names (``cluster.names``), the template conflicts, and the existing indices' vector fields and
+policy fields), so that a refused bootstrap leaves nothing half-installed.
+
+Each index it creates is generation 1 behind an alias of its name (``cluster.generations``), so
+that it can be rebuilt beside itself later. Each existing index is reported by the name its
+readers use, with what it needs to be what the installed templates would make of it now
+(``cluster.index_status``): nothing, the fields it lacks (added in place), or a rebuild, with
+the command that does it (``hybrid-es reindex --tenant T``); the refusals above name that
+command too.
 """
 
 from __future__ import annotations
@@ -15,6 +26,10 @@ from typing import Any, Literal
 from hybrid_es.cluster.access import access_of
 from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine, as_engine
+from hybrid_es.cluster.generations import create, current
+from hybrid_es.cluster.index_status import IndexStatus, Wanted, missing_properties, rebuild_command
+from hybrid_es.cluster.index_survey import served_indices, survey
+from hybrid_es.cluster.names import check_names
 from hybrid_es.cluster.policy_fields import (
     CHUNKS_SETTING,
     field_types,
@@ -26,12 +41,12 @@ from hybrid_es.cluster.policy_fields import (
 from hybrid_es.cluster.security import install_deployment_roles, install_tenant_reader
 from hybrid_es.cluster.templates import (
     CHUNKS_TEMPLATE,
-    DEPLOYMENT_ROLES,
     HASH_KEY,
     READER_HINT,
     Flavor,
     Template,
     adapt_pipeline,
+    deployment_role_names,
     diff,
     filter_field_conflicts,
     load_pipelines,
@@ -46,14 +61,29 @@ from hybrid_es.cluster.trace_storage import trace_storage_actions, trace_templat
 from hybrid_es.errors import (
     AuthenticationError,
     ConfigurationError,
-    IndexMissingError,
+    EngineError,
     TemplateConflictError,
 )
 from hybrid_es.models import check_tenant
+from hybrid_es.namespace import in_namespace
 from hybrid_es.settings import Settings
 from hybrid_es.tenancy import IndexLayout
 
-Status = Literal["create", "unchanged", "conflict", "update", "missing", "legacy", "skipped"]
+Status = Literal[
+    "create",
+    "unchanged",
+    "conflict",
+    "update",
+    "missing",
+    "legacy",
+    "skipped",
+    "new-fields",
+    "rebuild",
+]
+"""What bootstrap did or would do to one object. Of an existing index
+(``cluster.index_status``): ``unchanged`` (current), ``update`` (fields added in place),
+``new-fields`` (fields to add: a check), ``rebuild`` (``command`` rebuilds it) or ``conflict``
+(the settings contradict its mapping)."""
 
 
 @dataclass
@@ -63,6 +93,12 @@ class Action:
     status: Status
     diff: str = ""
     template: Template | None = field(default=None, repr=False)
+    command: str = ""
+    """The command that brings an index to what it should be (``rebuild``, ``new-fields``,
+    ``conflict``)."""
+
+
+_PENDING = ("rebuild", "conflict")
 
 
 @dataclass
@@ -76,7 +112,15 @@ class BootstrapReport:
 
     @property
     def conflicts(self) -> list[Action]:
-        return [a for a in self.actions if a.status == "conflict"]
+        """The templates that differ from their files (the indices' conflicts are in
+        :attr:`pending`)."""
+        return [a for a in self.actions if a.status == "conflict" and a.kind != "index"]
+
+    @property
+    def pending(self) -> list[Action]:
+        """The existing indices that need more than bootstrap does: a rebuild, or a change of
+        the settings (each with its command)."""
+        return [a for a in self.actions if a.kind == "index" and a.status in _PENDING]
 
 
 def installed_template(client: Engine | Any, t: Template) -> dict[str, Any] | None:
@@ -116,14 +160,17 @@ def plan(client: Engine | Any, templates: list[Template], *, force: bool = False
 
 
 def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
-    """What bootstrap installs on this cluster: the templates in its engine's variant, with the
+    """What bootstrap installs on this cluster: the templates in its engine's variant, named for
+    the deployment's namespace, with the
     shards and replicas of the settings (:func:`~hybrid_es.cluster.templates.with_index_settings`
     says what to choose on a cluster) and the declared filterable metadata fields in the chunks
     template (``HYBRID_ES_FILTERABLE_FIELDS``:
     :func:`~hybrid_es.cluster.templates.with_filterable_fields`), and on OpenSearch with native
     fusion, the fusion's search pipelines."""
     flavor: Flavor = "opensearch" if caps.flavor == "opensearch" else "elasticsearch"
-    templates = load_templates(caps.analysis_profile, settings.templates_dir, flavor)
+    templates = load_templates(
+        caps.analysis_profile, settings.templates_dir, flavor, settings.namespace
+    )
     templates = trace_templates(templates, caps.trace_storage, settings.trace_retention_days)
     templates = with_index_settings(
         templates,
@@ -135,7 +182,7 @@ def templates_for(caps: Capabilities, settings: Settings) -> list[Template]:
     if flavor == "opensearch" and (caps.native_rrf or caps.linear_retriever):
         templates += [
             replace(p, body=adapt_pipeline(p.body, caps.rrf_rank_constant_at))
-            for p in load_pipelines(settings.templates_dir)
+            for p in load_pipelines(settings.templates_dir, settings.namespace)
         ]
     return templates
 
@@ -150,31 +197,40 @@ def bootstrap(
     tenants: tuple[str, ...] = (),
     roles: bool = False,
     create_indices: bool = True,
+    models: frozenset[str] | None = None,
 ) -> BootstrapReport:
     """Install templates (and indices, and tenant roles where the cluster stores roles).
 
-    ``check`` only compares and reports. Where the cluster cannot hold the tenant reader roles
+    ``check`` only compares and reports. Every existing index is reported with what it needs
+    (:func:`_plan_indices`): nothing, its new fields (added), or a rebuild with the command that
+    does it; ``models``: the model ids the configured embedder serves
+    (``encoders.embedder_choice.models_served``), against which each index's recorded model is
+    checked (None: none is). Where the cluster cannot hold the tenant reader roles
     (security off, a licence without document-level security, no role store) the templates and
     indices are installed and each role is reported ``skipped``, with the reason.
 
     Raises (each before anything is written): AuthenticationError (403) when the credentials
     lack a privilege that bootstrap, or installing roles, needs (:func:`preflight`);
     ConfigurationError for an invalid tenant id, chunks index names that the chunks template
-    does not match (:func:`check_chunks_names`), or an existing index whose vector field cannot
-    be used or whose policy fields have other types than the template's; TemplateConflictError
-    when an installed template differs and ``force`` is not set.
+    does not match (:func:`check_chunks_names`), a packets, traces or corpus state name that
+    its template does not shape (``cluster.names.check_names``), or an existing index whose
+    vector field cannot be used or whose policy fields have other types than the template's;
+    TemplateConflictError when an installed template differs and ``force`` is not set.
     """
     engine = as_engine(client, url=settings.redacted_url())
     skip_roles = "" if check else preflight(caps, tenants, settings.layout(), roles=roles)
     templates = templates_for(caps, settings)
     check_chunks_names(settings.layout(), templates)
+    check_names(settings.layout(), templates)
     actions = plan(engine, templates, force=force)
     report = BootstrapReport(actions)
     if check:
         for a in actions:
             if a.status == "create":
                 a.status = "missing"
-        _plan_indices(engine, settings, report, apply=False, traces=caps.trace_storage)
+        _plan_indices(
+            engine, settings, report, apply=False, traces=caps.trace_storage, models=models
+        )
         return report
     if report.conflicts:
         raise TemplateConflictError(
@@ -189,10 +245,15 @@ def bootstrap(
         if a.status in ("create", "update") and a.template is not None:
             _install(engine, a.template)
     if create_indices:
-        _plan_indices(engine, settings, report, apply=True, traces=caps.trace_storage)
+        _plan_indices(
+            engine, settings, report, apply=True, traces=caps.trace_storage, models=models
+        )
     if roles:
         if skip_roles:
-            report.actions += [Action("role", n, "skipped", skip_roles) for n in DEPLOYMENT_ROLES]
+            report.actions += [
+                Action("role", n, "skipped", skip_roles)
+                for n in deployment_role_names(settings.namespace)
+            ]
         else:
             for kind, name in install_deployment_roles(
                 engine, settings.layout(), settings.templates_dir
@@ -200,7 +261,9 @@ def bootstrap(
                 report.actions.append(Action(kind, name, "update"))
     for tenant in tenants:
         if skip_roles:
-            report.actions.append(Action("role", role_name(tenant), "skipped", skip_roles))
+            report.actions.append(
+                Action("role", role_name(tenant, settings.namespace), "skipped", skip_roles)
+            )
             continue
         for kind, name in install_tenant_reader(
             engine, tenant, settings.layout(), settings.templates_dir
@@ -277,18 +340,19 @@ def check_chunks_names(layout: IndexLayout, templates: list[Template]) -> None:
     patterns = [
         p
         for t in templates
-        if t.kind == "index" and t.name == CHUNKS_TEMPLATE
+        if t.kind == "index" and t.key == CHUNKS_TEMPLATE
         for p in t.body.get("index_patterns", [])
     ]
     name = layout.chunks if layout.mode == "shared" else layout.chunks_for("tenant")
     if not matches(name, patterns):
+        template = in_namespace(CHUNKS_TEMPLATE, layout.namespace)
         raise ConfigurationError(
             f"the chunks indices {layout.chunks_pattern()} ({CHUNKS_SETTING}={layout.chunks}, "
-            f"tenancy {layout.mode}) are not matched by the {CHUNKS_TEMPLATE} template "
+            f"tenancy {layout.mode}) are not matched by the {template} template "
             f"({', '.join(patterns) or 'no patterns'}): they would get dynamic mappings, tenant "
             "and acl_groups as text, which the policy filter cannot compare exactly; nothing "
             "was written",
-            hint=name_hint(),
+            hint=name_hint(layout.namespace),
         )
 
 
@@ -331,133 +395,134 @@ def _plan_indices(
     *,
     apply: bool,
     traces: str = "dated-indices",
+    models: frozenset[str] | None = None,
 ) -> None:
-    """Create the shared indices and the traces data stream (``traces``: the trace storage),
-    and bring every existing index our templates cover (each tenant's chunks index included) up
-    to the templates' fields."""
+    """Create the shared indices (each generation 1 behind its alias: ``cluster.generations``)
+    and the traces data stream (``traces``: the trace storage), and report every existing index
+    our templates cover (each tenant's chunks index included) by the name its readers use, with
+    what it needs (``cluster.index_status``): ``unchanged``; the fields it lacks, added in place
+    (``update``; ``new-fields`` without ``apply``); a ``rebuild``, with the command; or a
+    ``conflict`` with the settings. ``models``: the model ids the configured embedder serves
+    (None: no model is checked)."""
     layout = settings.layout()
     for kind, name, status, note in trace_storage_actions(engine, layout, traces, apply=apply):
         report.actions.append(Action(kind, name, status, note))  # type: ignore[arg-type]
     shared = [layout.packets, layout.corpus_state]
     if layout.mode == "shared":
         shared.insert(0, layout.chunks)
-    # A data stream's backing indices are the stream's (trace_storage_actions), not indices.
-    existing = [i for i in _existing_indices(engine, settings) if not i.startswith(".ds-")]
-    for index in sorted(set(existing) | set(shared)):
-        if index in existing:
-            try:
-                problem = _vector_problem(engine, index)
-                missing = _missing_fields(engine, index)
-            except IndexMissingError:  # deleted since it was listed: nothing to bring up
-                continue
-            if problem:
-                raise ConfigurationError(f"index {index}: {problem}", hint=_REBUILD_HINT)
-            if not missing:
-                report.actions.append(Action("index", index, "unchanged"))
-            elif apply:
-                # Templates only shape new indices; additive field changes reach existing ones here.
-                engine.put_mapping(index, {"properties": missing})
-                report.actions.append(
-                    Action(
-                        "index", index, "update", diff="added fields: " + ", ".join(sorted(missing))
-                    )
-                )
-            else:
-                report.actions.append(
-                    Action(
-                        "index",
-                        index,
-                        "conflict",
-                        diff="missing fields: " + ", ".join(sorted(missing)),
-                    )
-                )
+    patterns = ",".join(_template_patterns(settings))
+    statuses = survey(engine, patterns, wanted(settings, engine.flavor, models))
+    for name in sorted(set(statuses) | set(shared)):
+        found = statuses.get(name)
+        if found is not None:
+            report.actions.append(_index_action(engine, found, apply=apply))
+        elif current(engine, name) is not None:  # there, but not open: nothing to bring up
+            report.actions.append(Action("index", name, "unchanged"))
         elif apply:
-            engine.create_index(index)
-            report.actions.append(Action("index", index, "create"))
+            made = create(engine, name)
+            report.actions.append(Action("index", name, "create" if made else "unchanged"))
         else:
-            report.actions.append(Action("index", index, "missing"))
+            report.actions.append(Action("index", name, "missing"))
 
 
-_REBUILD_HINT = (
-    "nothing was changed; re-create the index with the hybrid-es template (delete it and "
-    f"re-ingest), or set {CHUNKS_SETTING} to a new name that the {CHUNKS_TEMPLATE} template "
-    "matches"
-)
+def wanted(settings: Settings, flavor: str, models: frozenset[str] | None = None) -> Wanted:
+    """What the deployment of ``settings`` wants of its existing indices on an engine of
+    ``flavor`` (``cluster.index_status``); ``models``: the model ids its embedder serves."""
+    return Wanted(
+        layout=settings.layout(),
+        flavor=flavor,
+        filterable=tuple(settings.filterable_fields),
+        embedder=settings.embedder,
+        models=models,
+        chunks_patterns=tuple(_template_patterns(settings, CHUNKS_TEMPLATE)),
+    )
+
+
+def _index_action(engine: Engine, status: IndexStatus, *, apply: bool) -> Action:
+    """The action that reports one existing index, after adding the fields it lacks where
+    ``apply`` (also to an index that needs a rebuild: it serves until then, and the writers of
+    this version write those fields; where the engine refuses them, the note says so)."""
+    added = ""
+    if apply and status.missing and status.state in ("new-fields", "rebuild"):
+        fields = ", ".join(sorted(status.missing))
+        try:
+            # Templates only shape new indices; additive field changes reach existing ones here.
+            engine.put_mapping(status.index, {"properties": status.missing})
+            added = f"added fields: {fields}"
+        except EngineError as exc:
+            if status.state == "new-fields":
+                raise
+            added = f"fields not added in place ({exc.message[:200]}): the rebuild adds them"
+    if status.state == "current":
+        return Action("index", status.name, "unchanged")
+    if status.state == "new-fields":
+        if apply:
+            return Action("index", status.name, "update", diff=added)
+        return Action("index", status.name, "new-fields", diff=status.note, command=status.command)
+    if added:
+        status = replace(status, missing={})  # added (or said why not) in ``added``
+    note = "; ".join(p for p in (status.note, added) if p)
+    state: Status = "conflict" if status.state == "conflict" else "rebuild"
+    return Action("index", status.name, state, diff=note, command=status.command)
 
 
 def _check_indices(engine: Engine, settings: Settings) -> None:
-    """Refuse, before anything is written, an existing index whose vector field this engine
+    """Refuse, before anything is written, an existing index (by the name its readers use: a
+    generation that serves no alias is a rebuild's, left out) whose vector field this engine
     cannot use, or that maps a declared filterable field with another type, or a chunks index
     (the chunks template's or the layout's) that maps a policy field with another type than
-    the template (one mapping read for all of them). A policy field a chunks index lacks is
-    not refused here: bootstrap adds it (:func:`_plan_indices`)."""
-    chunks = [*_template_patterns(settings, CHUNKS_TEMPLATE), settings.layout().chunks_pattern()]
+    the template (one mapping read for all of them). The refusal names the command that
+    rebuilds the index (``cluster.index_status.rebuild_command``). A policy field a chunks
+    index lacks is not refused here: bootstrap adds it (:func:`_plan_indices`)."""
+    layout = settings.layout()
+    chunks = [*_template_patterns(settings, CHUNKS_TEMPLATE), layout.chunks_pattern()]
+    patterns = ",".join(dict.fromkeys([*_template_patterns(settings), *chunks]))
     mappings = engine.request(
         "GET",
-        f"/{','.join(dict.fromkeys([*_template_patterns(settings), *chunks]))}/_mapping",
+        f"/{patterns}/_mapping",
         params={"expand_wildcards": "open", "allow_no_indices": True, "ignore_unavailable": True},
         what="reading mappings",
     )
-    for index, body in sorted(dict(mappings or {}).items()):
+    served = served_indices(engine, patterns)
+    for name, live in sorted(served.items()):
+        body = dict(mappings or {}).get(live.index)
+        if body is None:
+            continue
         properties = body.get("mappings", {}).get("properties", {})
+        command = rebuild_command(live, layout)
         wrong = wrong_types(field_types(properties), unmapped=False)
-        if matches(index, chunks) and wrong:
-            raise mapping_error(index, wrong, writing=True)
+        if matches(name, chunks) and wrong:
+            raise mapping_error(name, wrong, writing=True, command=command)
         field = properties.get("embedding")
         problem = vector_field_problem(engine.flavor, field) if field else None
         if problem:
-            raise ConfigurationError(f"index {index}: {problem}", hint=_REBUILD_HINT)
+            raise ConfigurationError(
+                f"index {name}: {problem}; nothing was written",
+                hint=f"rebuild it from its records with the installed templates' mapping: "
+                f"{command}; or set {CHUNKS_SETTING} to a new name that the "
+                f"{CHUNKS_TEMPLATE} template matches",
+            )
         conflicts = filter_field_conflicts(settings.filterable_fields, properties)
         if conflicts:
             raise ConfigurationError(
-                f"index {index} maps filterable fields with other types than "
+                f"index {name} maps filterable fields with other types than "
                 f"HYBRID_ES_FILTERABLE_FIELDS declares: {', '.join(conflicts)} (a mapped type "
                 "cannot change in place)",
-                hint="declare them with their mapped types, or give the field a new name, or "
-                "re-create the index (delete it, bootstrap, re-ingest); nothing was changed",
+                hint="declare them with their mapped types, or give the field a new name; "
+                "nothing was changed",
             )
 
 
-def _existing_indices(engine: Engine, settings: Settings) -> list[str]:
-    """Every open index matching one of the installed index templates' patterns."""
-    return engine.indices(",".join(_template_patterns(settings)))
-
-
 def _template_patterns(settings: Settings, name: str | None = None) -> list[str]:
-    """The index patterns of the index templates (``name``: of that template only)."""
+    """The index patterns of the deployment's index templates, in its namespace (``name``: of
+    that template only, by its default name): they match no other namespace's indices."""
     return [
         p
-        for t in load_templates("standard", settings.templates_dir)
-        if t.kind == "index" and name in (None, t.name)
+        for t in load_templates("standard", settings.templates_dir, namespace=settings.namespace)
+        if t.kind == "index" and name in (None, t.key)
         for p in t.body.get("index_patterns", [])
     ]
 
 
-def _vector_problem(engine: Engine, index: str) -> str | None:
-    """Why an existing index's vector field cannot be used on this engine, if it cannot."""
-    (mapping,) = engine.get_mapping(index).values()
-    field = mapping.get("properties", {}).get("embedding")
-    return vector_field_problem(engine.flavor, field) if field else None
-
-
-def _missing_fields(engine: Engine, index: str) -> dict[str, Any]:
-    """Fields (at any depth) that the current templates define and the existing index lacks."""
-    simulated = engine.simulate_index_template(index)
-    want = simulated["template"].get("mappings", {}).get("properties", {})
-    (current,) = engine.get_mapping(index).values()
-    return _props_missing(want, current.get("properties", {}))
-
-
-def _props_missing(want: dict[str, Any], have: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, spec in want.items():
-        if name not in have:
-            out[name] = spec
-        elif "properties" in spec:
-            sub = _props_missing(spec["properties"], have[name].get("properties", {}))
-            if sub:
-                out[name] = {
-                    **{k: v for k, v in spec.items() if k != "properties"},
-                    "properties": sub,
-                }
-    return out
+_props_missing = missing_properties
+"""Fields (at any depth) that ``want`` defines and ``have`` lacks (``index_status``)."""

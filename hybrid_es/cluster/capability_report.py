@@ -75,6 +75,10 @@ class Capabilities(BaseModel):
     """The licence matrix: each licensed feature, what it needs, whether this licence has it."""
     privileges: tuple[CommandAccess, ...] = ()
     """What these credentials may do, per command (``cluster.access``)."""
+    source: CommandAccess | None = None
+    """Whether the source credentials (``HYBRID_ES_SOURCE_*``) may read the source index
+    (``HYBRID_ES_SOURCE_INDEX``) as ``ingest --from-index`` does (``access.source_access``); None:
+    no source configured."""
     writes_probed: bool = False
     """Whether the probe wrote (and removed) probe objects: ``probe(writes=True)``."""
     modules: tuple[str, ...] = ()
@@ -186,6 +190,11 @@ class Capabilities(BaseModel):
             (
                 f"privileges of {self.user or 'these credentials'}",
                 "\n".join(f"{a.command}: {a.describe()}" for a in self.privileges),
+            ),
+            *(
+                [(f"source read ({self.source.command.split()[-1]})", self.source.describe())]
+                if self.source is not None
+                else []
             ),
             *([("plugins", ", ".join(self.plugins))] if self.plugins else []),
             ("trace storage", describe(self.trace_storage)),

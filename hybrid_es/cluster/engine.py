@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from hybrid_es.cluster.client import make_client
 from hybrid_es.cluster.connection import Flavor, identify, os_overrides
 from hybrid_es.cluster.connection import opensearch_client as _opensearch_client
 from hybrid_es.cluster.versions import client_mismatch, client_version, warn_on_older_client
-from hybrid_es.errors import ConfigurationError, EngineError, translate_es_error
+from hybrid_es.errors import ConfigurationError, EngineError, HybridEsError, translate_es_error
 from hybrid_es.settings import Settings
 
 __all__ = [
@@ -232,12 +233,13 @@ class Engine(ABC):
         call = ApiCall("msearch", "POST", "/_msearch", {}, params, list(searches))
         return list(self.call(call, what="search", opaque_id=opaque_id)["responses"])
 
-    def scan(self, index: str, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every hit of a query, paged with the client helpers' scroll."""
+    def scan(self, index: str, body: dict[str, Any], **options: Any) -> Iterator[dict[str, Any]]:
+        """Every hit of a query, paged with the client helpers' scroll (``options``: the
+        helper's own, such as ``scroll`` and ``size``)."""
         chunks_guard.check(f"/{index}/_search", self.guarded)
         chunks_guard.check(f"/{index}/_search", self.guarded_traces, door="traces")
         try:
-            yield from self._helpers().scan(self.raw, index=index, query=body)
+            yield from self._helpers().scan(self.raw, index=index, query=body, **options)
         except Exception as exc:
             raise translate_es_error(exc, url=self.url, what="reading documents") from exc
 
@@ -289,13 +291,38 @@ class Engine(ABC):
         return True
 
     def delete_index(self, index: str) -> None:
+        """Delete the indices ``index`` names (comma-separated names and patterns; a missing one
+        is no error). A name that is no index itself but has generations (``<name>+g<N>``, the
+        indices behind the alias of that name: ``cluster.generations``) deletes its
+        generations: neither engine deletes by an alias name (Elasticsearch ignores it,
+        OpenSearch refuses it). Any other alias is left to the engine."""
         self._indices(
             "delete",
             "DELETE",
-            index,
+            self._concrete(index),
             params={"ignore_unavailable": True, "allow_no_indices": True},
             what=f"deleting {index}",
         )
+
+    def _concrete(self, index: str) -> str:
+        """``index`` with each plain name (no wildcard) that is no index but has generations
+        replaced by them; ``index`` as it is where none has, or where the credentials may not
+        list them."""
+        parts = index.split(",")
+        plain = [p for p in parts if p and p[0] != "-" and not any(c in p for c in "*?")]
+        if not plain:
+            return index
+        try:
+            found = self.indices(",".join(f"{p},{p}+g*" for p in plain))
+        except HybridEsError:
+            return index
+        out: list[str] = []
+        for part in parts:
+            generations = [
+                i for i in found if i.startswith(part) and _GENERATION.fullmatch(i[len(part) :])
+            ]
+            out += generations if part in plain and part not in found and generations else [part]
+        return ",".join(dict.fromkeys(out))
 
     def refresh(self, index: str) -> None:
         self._indices("refresh", "POST", index, "/_refresh", what=f"refreshing {index}")
@@ -726,6 +753,10 @@ def typed_method(client: Any, api: str) -> Any:
     for name in api.split("."):
         target = getattr(target, name)
     return target
+
+
+_GENERATION = re.compile(r"\+g[0-9]{1,6}")
+"""What follows an alias's name in the name of one of its generations (``cluster.generations``)."""
 
 
 def _p(part: str) -> str:

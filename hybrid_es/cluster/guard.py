@@ -114,6 +114,10 @@ def body_read_target(path: str) -> str | None:
         return None
     if parts[:2] == ["_search", "pipeline"]:  # OpenSearch's search pipelines: no record
         return None
+    if parts[0] == "_pit" or parts[:2] == ["_search", "point_in_time"]:
+        # Closing (or listing) points in time reads no record; opening one names its index
+        # (``/i/_pit``, OpenSearch's ``/i/_search/point_in_time``) and is checked.
+        return None
     if parts[0] in BODY_READS:
         return ""
     if any(p in BODY_READS for p in parts[1:]):
@@ -162,6 +166,8 @@ def check(path: str, bases: tuple[str, ...], body: Any = None, *, door: Door = "
     target = body_read_target(path)
     if target is None:
         return
+    if not target and isinstance(body, dict) and "pit" in body:
+        return  # a point in time's search: its indices were checked when it was opened
     names = [target] if target else (msearch_indices(body) or ["_all"])
     for name in names:
         if is_guarded(name, bases):

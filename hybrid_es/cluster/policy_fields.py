@@ -24,6 +24,7 @@ from typing import Any
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import CHUNKS_TEMPLATE, load_templates
 from hybrid_es.errors import AuthenticationError, ConfigurationError
+from hybrid_es.namespace import in_namespace
 
 POLICY_FIELDS: tuple[str, ...] = (
     "tenant",
@@ -54,7 +55,7 @@ FieldTypes = dict[str, str | None]
 
 @functools.cache
 def _chunks_template() -> dict[str, Any]:
-    (body,) = [t.body for t in load_templates() if t.kind == "index" and t.name == CHUNKS_TEMPLATE]
+    (body,) = [t.body for t in load_templates() if t.kind == "index" and t.key == CHUNKS_TEMPLATE]
     return body
 
 
@@ -129,20 +130,27 @@ def describe(wrong: Mapping[str, str | None]) -> str:
 
 
 def mapping_error(
-    index: str, wrong: Mapping[str, str | None], *, writing: bool
+    index: str, wrong: Mapping[str, str | None], *, writing: bool, command: str | None = None
 ) -> ConfigurationError:
     """The refusal of a chunks index that maps policy fields with other types than the chunks
-    template (``writing``: the caller was about to write, and wrote nothing)."""
+    template (``writing``: the caller was about to write, and wrote nothing). ``command``: the
+    one that rebuilds it (``cluster.index_status.rebuild_command``), where the caller knows the
+    layout that names it."""
     done = "; nothing was written" if writing else ""
     patterns = ", ".join(chunks_patterns())
+    rebuild = command or (
+        "`hybrid-es bootstrap` (it installs the templates), then `hybrid-es reindex --tenant "
+        "<tenant>` for a tenant's own index (first `hybrid-es reindex --adopt --tenant <tenant>` "
+        f"for an index of an earlier release, not behind an alias); for any other, set "
+        f"{CHUNKS_SETTING} to a new name the {CHUNKS_TEMPLATE} template matches ({patterns}) "
+        "and ingest again into it"
+    )
     return ConfigurationError(
         f"chunks index {index} does not map the policy fields as the {CHUNKS_TEMPLATE} template "
         f"does: {describe(wrong)}; the engine's policy filter would compare them wrongly (a "
         f"text field matches one word of a group or tenant){done}",
-        hint=f"a mapped type cannot change in place: run `hybrid-es bootstrap` (it installs the "
-        f"templates), then reindex {index} into a new index whose name the {CHUNKS_TEMPLATE} "
-        f"template matches ({patterns}) and set {CHUNKS_SETTING} to it, or delete {index} and "
-        "re-ingest its documents",
+        hint="a mapped type cannot change in place: rebuild the index from its records with "
+        f"the installed templates' mapping: {rebuild}",
     )
 
 
@@ -158,11 +166,14 @@ def check_mapped(index: str, types: Mapping[str, FieldTypes], *, writing: bool =
             )
 
 
-def name_hint() -> str:
-    """What to do about a chunks index name that no template maps as a chunks index."""
+def name_hint(namespace: str = "") -> str:
+    """What to do about a chunks index name that no template (of ``namespace``: the
+    deployment's, ``HYBRID_ES_NAMESPACE``) maps as a chunks index."""
+    template = in_namespace(CHUNKS_TEMPLATE, namespace)
+    patterns = ", ".join(in_namespace(p, namespace) for p in chunks_patterns())
     return (
-        f"set {CHUNKS_SETTING} to a name that the {CHUNKS_TEMPLATE} template matches "
-        f"({', '.join(chunks_patterns())}; the default is {CHUNKS_TEMPLATE}; in the "
+        f"set {CHUNKS_SETTING} to a name that the {template} template matches "
+        f"({patterns}; the default is {template}; in the "
         f"index-per-tenant layout each tenant's index is <{CHUNKS_SETTING}>-t-<tenant>), and "
         "run `hybrid-es bootstrap` where its templates are not installed"
     )

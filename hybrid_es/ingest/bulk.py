@@ -58,11 +58,20 @@ def retire_actions(
     deletes: Iterable[str],
     index: str,
     tenant: str,
+    *,
+    stamp: str,
 ) -> list[dict[str, Any]]:
-    """The updates that close superseded chunks, then the deletes of vanished ones."""
+    """The updates that close superseded chunks, then the deletes of vanished ones. Every update
+    stamps ``ingested_at`` (``stamp``): a record's last write, which a rebuild's catch-up reads
+    (``ingest.rebuild``)."""
     return [
         *(
-            {"_op_type": "update", "_index": index, "_id": chunk_key(tenant, cid), "doc": upd}
+            {
+                "_op_type": "update",
+                "_index": index,
+                "_id": chunk_key(tenant, cid),
+                "doc": {**upd, "ingested_at": stamp},
+            }
             for cid, upd in supersede
         ),
         *(
@@ -72,10 +81,17 @@ def retire_actions(
     ]
 
 
-def deleted_marks(keys: Iterable[str], index: str) -> list[dict[str, Any]]:
-    """Updates that mark the chunks under ``keys`` deleted (kept for audit, filtered out)."""
+def deleted_marks(keys: Iterable[str], index: str, *, stamp: str) -> list[dict[str, Any]]:
+    """Updates that mark the chunks under ``keys`` deleted (kept for audit, filtered out), and
+    stamp their ``ingested_at`` (``stamp``), as every write does."""
     return [
-        {"_op_type": "update", "_index": index, "_id": k, "doc": {"deleted": True}} for k in keys
+        {
+            "_op_type": "update",
+            "_index": index,
+            "_id": k,
+            "doc": {"deleted": True, "ingested_at": stamp},
+        }
+        for k in keys
     ]
 
 

@@ -235,6 +235,7 @@ class Ingestor:
         now = now or datetime.now(UTC)
         tenant = principal.tenant
         index = self.index_for(principal)
+        self._checks.check_names(self.layout, self.corpus_state.index)
         # The first documents decide the embedder of a new index (auto): read them ahead.
         stream = iter(docs)
         head = list(itertools.islice(stream, SAMPLE))
@@ -356,7 +357,9 @@ class Ingestor:
             report.embedded += len(work.records)
             actions = index_actions(work.records, vectors, index, tenant)
         laps.lap("embed")
-        return actions + retire_actions(work.supersede, work.deletes, index, tenant), work.changes
+        stamp = run.now.isoformat()
+        retire = retire_actions(work.supersede, work.deletes, index, tenant, stamp=stamp)
+        return actions + retire, work.changes
 
     def _keep_replaced(
         self, index: str, tenant: str, work: BatchWork, report: IngestReport
@@ -450,26 +453,48 @@ class Ingestor:
         may not delete (``ingest.authority``: a member deletes only what it may read, every
         version of it) gives 0 as well, exactly as a missing one; the refusal is counted in the
         metric ``hybrid_es.writes.refused``."""
+        return self.delete_documents(principal, [doc_id])[doc_id]
+
+    def delete_documents(self, principal: Principal, doc_ids: Sequence[str]) -> dict[str, int]:
+        """:meth:`delete_document` for many documents in one bracketed run (one watermark move
+        when anything was marked): how many chunks of each were marked, 0 for a missing one or
+        one the caller may not delete (each refusal counted as there). Raises BulkIndexError
+        listing the chunk updates that failed, after the rest was written."""
         tenant = principal.tenant
         index = self.index_for(principal)
-        fields = ["version", "acl_users", "acl_groups"]
-        body = tenant_body(tenant, {"term": {"doc_id": doc_id}}, _source=fields)
+        self._checks.check_names(self.layout, self.corpus_state.index)
+        wanted = list(dict.fromkeys(doc_ids))
+        out = dict.fromkeys(wanted, 0)
+        if not wanted:
+            return out
+        fields = ["doc_id", "version", "acl_users", "acl_groups"]
+        stored: dict[str, list[dict[str, Any]]] = {}
         try:
             self._refresh(index)
             self.corpus_state.repair(tenant)
-            hits = list(self._door.scan(index, body, tenant_policy(tenant)))
+            for at in range(0, len(wanted), 1000):
+                body = tenant_body(
+                    tenant, {"terms": {"doc_id": wanted[at : at + 1000]}}, _source=fields
+                )
+                for h in self._door.scan(index, body, tenant_policy(tenant)):
+                    stored.setdefault(h["_source"]["doc_id"], []).append(h)
         except Exception as exc:
-            raise translate_es_error(exc, what="deleting a document") from exc
-        verdict = delete_verdict(principal, [h["_source"] for h in hits])
-        if not verdict.allowed:
-            if verdict.reason != "missing":
-                telemetry.record_refused_write("delete", verdict.reason)
-            return 0
-        keys = [h["_id"] for h in hits]
+            raise translate_es_error(exc, what="deleting documents") from exc
+        keys: list[str] = []
+        for doc_id, hits in stored.items():
+            verdict = delete_verdict(principal, [h["_source"] for h in hits])
+            if not verdict.allowed:
+                if verdict.reason != "missing":
+                    telemetry.record_refused_write("delete", verdict.reason)
+                continue
+            keys.extend(h["_id"] for h in hits)
+            out[doc_id] = len(hits)
+        if not keys:
+            return out
         run = _Run(self.corpus_state.begin(tenant), principal, index, datetime.now(UTC))
         report = IngestReport()
         try:
-            actions = deleted_marks(keys, index)
+            actions = deleted_marks(keys, index, stamp=run.now.isoformat())
             report.failed.extend(send_bulk(self.client, actions))
             if len(report.failed) < len(actions):
                 run.change = "delete"
@@ -480,7 +505,31 @@ class Ingestor:
         self._finish(run, report)
         if report.failed:
             raise BulkIndexError(f"{len(report.failed)} chunk updates failed", failed=report.failed)
-        return len(keys)
+        return out
+
+    def ids_with_metadata(self, principal: Principal, key: str, value: str) -> set[str]:
+        """The live documents ``principal`` may replace or delete whose metadata holds ``key``
+        = ``value`` (a sync's documents of one source: ``metadata.source_index``). Empty when
+        the tenant has written nothing yet."""
+        index = self.index_for(principal)
+        body = tenant_body(
+            principal.tenant,
+            {"term": {"chunk_no": 0}},
+            *writable_clauses(principal),
+            _source=["doc_id", f"metadata.{key}"],
+        )
+        try:
+            self._refresh(index)
+            hits = self._door.scan(index, body, tenant_policy(principal.tenant))
+            return {
+                h["_source"]["doc_id"]
+                for h in hits
+                if (h["_source"].get("metadata") or {}).get(key) == value
+            }
+        except IndexMissingError:
+            return set()
+        except Exception as exc:
+            raise translate_es_error(exc, what="listing a source's documents") from exc
 
     def writable_ids(self, principal: Principal, doc_ids: Sequence[str]) -> set[str]:
         """Among ``doc_ids``, the live documents ``principal`` may replace or delete

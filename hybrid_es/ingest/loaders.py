@@ -72,9 +72,13 @@ class LoadOptions:
     """Take ``version`` from the last number in ``version_label`` when the record has none."""
 
 
-def read_field_map(pairs: Iterable[str] = (), file: Path | None = None) -> dict[str, str]:
+def read_field_map(
+    pairs: Iterable[str] = (), file: Path | None = None, *, extra: Iterable[str] = ()
+) -> dict[str, str]:
     """A field map from ``SRC=DST`` pairs and/or a JSON file holding ``{"SRC": "DST"}``; pairs
-    win over the file. Raises ValueError naming the bad entry."""
+    win over the file. A target is a Document field, or one of ``extra`` (``KEY.*`` admits every
+    ``KEY.<name>``: an index source's ``metadata.team``, ``ingest.source_mapping``). Raises
+    ValueError naming the bad entry."""
     out: dict[str, str] = {}
     if file is not None:
         try:
@@ -95,11 +99,15 @@ def read_field_map(pairs: Iterable[str] = (), file: Path | None = None) -> dict[
         if not sep or not src.strip() or not dst.strip():
             raise ValueError(f"{pair!r} is not SOURCE=TARGET (e.g. doc_id=id)")
         out[src.strip()] = dst.strip()
-    unknown = sorted(set(out.values()) - set(Document.model_fields))
+    extra = tuple(extra)
+    prefixes = tuple(e[:-1] for e in extra if e.endswith(".*"))
+    known = set(Document.model_fields) | {e for e in extra if not e.endswith(".*")}
+    unknown = sorted(t for t in set(out.values()) - known if not t.startswith(prefixes))
     if unknown:
+        also = f"; or {', '.join(extra)}" if extra else ""
         raise ValueError(
             f"unknown target field(s) {', '.join(unknown)}; a target must be a document field "
-            f"({', '.join(sorted(Document.model_fields))})"
+            f"({', '.join(sorted(Document.model_fields))}){also}"
         )
     return out
 

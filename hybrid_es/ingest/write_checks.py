@@ -1,8 +1,9 @@
-"""What an ingest checks of a chunks index once, before its first write to it: that an installed
-template maps a new index of its name as a chunks index, that it maps the fields of the policy
-filter as the chunks template does (``cluster.policy_fields``), that its vector field can hold
-this embedder's vectors on this engine, which model writes it, and which filterable metadata
-fields its mapping declares.
+"""What an ingest checks once, before its first write: that every index name of its layout is
+one its namespace's templates shape (``cluster.names``); and of a chunks index, before its first
+write to it: that an installed template maps a new index of its name as a chunks index, that it
+maps the fields of the policy filter as the chunks template does (``cluster.policy_fields``),
+that its vector field can hold this embedder's vectors on this engine, which model writes it,
+and which filterable metadata fields its mapping declares.
 
 The model rule is the searcher's own (``retrieval.index_checks.check_vectors``): an index holds
 the vectors of one model and dimension. An empty index takes the embedder's model id and
@@ -13,18 +14,23 @@ searcher finds it recorded.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
+from hybrid_es.cluster.generations import create
+from hybrid_es.cluster.names import KINDS, check_names
 from hybrid_es.cluster.policy_fields import check_mapped, check_new_index, field_types
 from hybrid_es.cluster.retries import on_connection_failure, while_shards_start
-from hybrid_es.cluster.templates import vector_dims, vector_field_problem
+from hybrid_es.cluster.templates import load_templates, vector_dims, vector_field_problem
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
 from hybrid_es.errors import ConfigurationError, IndexMissingError, translate_es_error
 from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping
+from hybrid_es.namespace import namespace_of
 from hybrid_es.retrieval.door import ChunksDoor
 from hybrid_es.retrieval.index_checks import check_vectors
+from hybrid_es.tenancy import IndexLayout
 
 
 class WriteChecks:
@@ -36,6 +42,15 @@ class WriteChecks:
         self.embedder_of: dict[str, Embedder] = {}
         self.filterable: dict[str, FilterableFields] = {}
         """Per index, the filterable metadata fields its mapping holds (``meta_filter``)."""
+        self.names_checked: set[IndexLayout] = set()
+
+    def check_names(self, layout: IndexLayout, corpus_state: str) -> None:
+        """Refuse (ConfigurationError naming the setting; nothing written), once per layout, an
+        index name that the templates of the layout's namespace would not shape
+        (:func:`check_layout_names`)."""
+        if layout not in self.names_checked:
+            check_layout_names(layout, corpus_state)
+            self.names_checked.add(layout)
 
     def embedder_for(self, index: str, embedders: Embedders) -> Embedder:
         """The embedder that writes ``index`` (as :meth:`check_model` found or chose it)."""
@@ -94,6 +109,19 @@ class WriteChecks:
         return embedder
 
 
+def check_layout_names(layout: IndexLayout, corpus_state: str) -> None:
+    """Refuse (``cluster.names.check_names``: ConfigurationError naming the setting to change)
+    a packets, traces or corpus state name (``corpus_state``: the index the ingest's corpus
+    state writes) that the shipped templates of ``layout``'s namespace would not shape, and a
+    chunks name of the hybrid-es family (``hybrid-es-*``, ``hybrid-es.<ns>-*``) that is not the
+    namespace's own chunks name. Any other chunks name is checked against the templates
+    installed (:func:`~hybrid_es.cluster.policy_fields.check_new_index`), which takes a
+    template of the user's own for it as well. Pure: reads the template files only."""
+    kinds = [k for k in KINDS if k != "chunks" or namespace_of(layout.chunks) is not None]
+    layout = replace(layout, corpus_state=corpus_state)
+    check_names(layout, load_templates(namespace=layout.namespace), kinds)
+
+
 def _refuse_field(client: Engine, index: str, vector_field: dict[str, Any]) -> None:
     """ConfigurationError for an index whose ``embedding`` field this engine cannot serve."""
     problem = vector_field_problem(client.flavor, vector_field)
@@ -103,9 +131,10 @@ def _refuse_field(client: Engine, index: str, vector_field: dict[str, Any]) -> N
         raise ConfigurationError(
             f"index {index} cannot hold hybrid-es vectors on {client.name}: {problem}; "
             "nothing was written",
-            hint=f"delete {index} and run `hybrid-es bootstrap`, so that new chunks indices "
-            "map `embedding` as a knn_vector with the lucene engine; or ingest into a new "
-            "index",
+            hint="run `hybrid-es bootstrap`, so that new chunks indices map `embedding` as a "
+            "knn_vector with the lucene engine, then rebuild it from its records: `hybrid-es "
+            "reindex --tenant <tenant>` (`hybrid-es bootstrap --check` names the command); or "
+            "ingest into a new index",
         )
 
 
@@ -114,7 +143,8 @@ def _mapping(
     client: Engine, door: ChunksDoor, index: str
 ) -> tuple[dict[str, Any], dict[str, Any], int]:
     """The index's mapped properties, its ``_meta`` and its chunk count (created if missing,
-    where an installed template would map it as a chunks index: ``check_new_index``)."""
+    where an installed template would map it as a chunks index: ``check_new_index``; as
+    generation 1 behind an alias of its name)."""
     try:
         client.get_mapping(index)
     except IndexMissingError:
@@ -122,8 +152,10 @@ def _mapping(
         # A credential that may not simulate templates (hybrid-es-ingest) skips this: the
         # mapping check after creating the index still refuses it before any write.
         check_new_index(client, index)
-        # False when another writer created it first: that is fine.
-        client.create_index(index)
+        # Generation 1 behind the alias ``index`` (``cluster.generations``), so that the index
+        # can be rebuilt beside itself later. False when another writer created it first: that
+        # is fine.
+        create(client, index)
     # A concurrent writer may have created the index a moment ago: wait until its primary
     # shard has started, or the count below meets a 503 (returns at once when it has). The
     # wait is both servers' default, 30s: a `timeout` parameter is not sent, because

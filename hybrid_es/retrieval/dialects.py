@@ -34,6 +34,7 @@ from hybrid_es.retrieval.queries import (
     assert_policy,
     check_knn,
     check_query,
+    check_sort,
     knn_retriever,
     rrf_retriever,
     search_body,
@@ -198,6 +199,8 @@ _ALLOWED_TOP_OS = {
     "track_total_hits",
     "suggest",
     "search_pipeline",
+    "sort",
+    "search_after",
 }
 _FUSION_PROCESSORS = {"score-ranker-processor", "normalization-processor"}
 
@@ -211,6 +214,7 @@ def assert_policy_opensearch(body: dict[str, Any], policy: dict[str, Any]) -> in
     unknown = set(body) - _ALLOWED_TOP_OS
     if unknown:
         raise PolicyViolationError(f"request body has unexpected top-level keys {sorted(unknown)}")
+    check_sort(body.get("sort"))
     if "search_pipeline" in body:
         _check_pipeline(body["search_pipeline"])
     query = body.get("query")

@@ -30,7 +30,7 @@ from hybrid_es.cluster.policy_fields import (
     field_types_from_caps,
 )
 from hybrid_es.encoders.embedder import Embedder
-from hybrid_es.encoders.embedder_choice import Embedders
+from hybrid_es.encoders.embedder_choice import Embedders, reindex_command
 from hybrid_es.errors import AuthenticationError, ConfigurationError, EngineError, ModelError
 from hybrid_es.metadata_fields import FilterableField, fields_from_mapping
 from hybrid_es.models import Principal
@@ -50,6 +50,23 @@ class IndexChecks:
         """Per checked index, the model its mapping or a chunk records (None: none recorded)."""
         self.mapped_filters: dict[str, list[tuple[str, Any]]] = {}
         """Per index, the ``meta_filter`` mapping of each index behind it, where readable."""
+        self.physical_of: dict[str, frozenset[str]] = {}
+        """Per checked name (an alias), the indices that were behind it when it was checked: a
+        search that meets another one has met a new generation (``cluster.generations``)."""
+
+    def forget(self, index: str) -> None:
+        """Drop what was checked of ``index``: the next search checks it again (its alias moved
+        to another generation, with perhaps another model or mapping)."""
+        for checked in (self.policy_checked, self.model_checked):
+            checked.discard(index)
+        for cached in (self.model_of, self.mapped_filters, self.physical_of):
+            cached.pop(index, None)
+
+    def moved(self, index: str, seen: set[str]) -> bool:
+        """Whether answers from the indices ``seen`` show that ``index`` no longer points where
+        it did when it was checked."""
+        behind = self.physical_of.get(index)
+        return behind is not None and bool(seen - behind)
 
     def check_model(
         self,
@@ -77,6 +94,7 @@ class IndexChecks:
             raise
         self.check_policy_fields(client, index, mappings)
         self.mapped_filters[index] = meta_filters(mappings)
+        self.physical_of[index] = frozenset(mappings)
         metas = {name: m.get("_meta", {}) for name, m in mappings.items()}
         models = sorted(
             {str(m["embedding_model"]) for m in metas.values() if m.get("embedding_model")}
@@ -85,12 +103,17 @@ class IndexChecks:
             raise ModelError(
                 f"the indices behind {index} were built with different models "
                 f"({', '.join(models)})",
-                hint="search each index alone, or re-ingest them with one HYBRID_ES_EMBEDDER",
+                hint="search each index alone, or rebuild them with one model: "
+                f"{reindex_command(principal.tenant, models[0])}",
             )
         embedder = embedders.recorded(index, models[0] if models else None)
         for name, meta in metas.items():
             check_vectors(
-                name, embedder, model=meta.get("embedding_model"), dims=meta.get("embedding_dims")
+                name,
+                embedder,
+                model=meta.get("embedding_model"),
+                dims=meta.get("embedding_dims"),
+                tenant=principal.tenant,
             )
         if models or not embedders.auto:
             self.model_of[index] = models[0] if models else None
@@ -159,7 +182,9 @@ class IndexChecks:
             return embedders.default
         model = hits[0].get("_source", {}).get("embedding_model")
         embedder = embedders.recorded(index, model)
-        check_model_id(index, model, embedder)
+        check_model_id(index, model, embedder, tenant=principal.tenant)
+        if hits[0].get("_index"):
+            self.physical_of[index] = frozenset({str(hits[0]["_index"])})
         self.model_of[index] = model
         self.model_checked.add(index)
         return embedder
@@ -211,12 +236,17 @@ class IndexChecks:
         return None
 
 
-def check_model_id(index: str, model: Any, embedder: Embedder) -> None:
-    """Refuse (ModelError) an index recorded as built by another model than ``embedder``'s."""
+def check_model_id(
+    index: str, model: Any, embedder: Embedder, *, tenant: str | None = None
+) -> None:
+    """Refuse (ModelError) an index recorded as built by another model than ``embedder``'s; the
+    hint names the command that rebuilds it with ``embedder`` (``tenant``: whose index it is,
+    where known)."""
     if model is not None and model != embedder.model_id:
         raise ModelError(
             f"index {index} was built with {model} but the embedder is {embedder.model_id}",
-            hint="use the same embedder as the index, or re-ingest into a new index",
+            hint="use the index's embedder (HYBRID_ES_EMBEDDER=auto takes it from the index), "
+            f"or rebuild it with this one: {reindex_command(tenant, embedder.model_id)}",
         )
 
 
@@ -232,26 +262,30 @@ def check_vectors(
     model: Any = None,
     dims: Any = None,
     writing: bool = False,
+    tenant: str | None = None,
 ) -> None:
     """The model check that searching and ingesting share: refuse (ModelError) an index whose
     vectors have another dimension (``dims``: what its field or mapping records) or came from
     another model (``model``: the one it records) than ``embedder``'s; None: nothing recorded,
     nothing to refuse. ``writing``: the caller was about to write, so the message says nothing
-    was, and the hint names the setting that takes the index's own model."""
+    was, and the hint names the setting that takes the index's own model. Each hint names the
+    command that rebuilds the index with ``embedder`` (``tenant``: whose index it is, where
+    known)."""
     done = "; nothing was written" if writing else ""
+    rebuild = f"or rebuild it with this one: {reindex_command(tenant, embedder.model_id)}"
     if dims is not None and int(dims) != embedder.dims:
         raise ModelError(
             f"index {index} holds {dims}-dimensional vectors but the embedder "
             f"{embedder.model_id} makes {embedder.dims}{done}",
             hint="use a matching embedder, or an index template with the right dims"
             if writing
-            else "use the embedder the index was built with, or re-ingest",
+            else f"use the embedder the index was built with, {rebuild}",
         )
     if not writing:
-        check_model_id(index, model, embedder)
+        check_model_id(index, model, embedder, tenant=tenant)
     elif model is not None and model != embedder.model_id:
         raise ModelError(
             f"index {index} holds vectors from {model}, not {embedder.model_id}{done}",
-            hint="ingest into a new index, or use the index's embedder "
-            "(HYBRID_ES_EMBEDDER=auto takes it from the index)",
+            hint="use the index's embedder (HYBRID_ES_EMBEDDER=auto takes it from the index), "
+            f"{rebuild}, or ingest into a new index",
         )

@@ -294,7 +294,22 @@ _ALLOWED_TOP = {
     "timeout",
     "track_total_hits",
     "explain",
+    "sort",
+    "search_after",
 }
+
+
+def check_sort(sort: Any) -> None:
+    """A sort may name stored fields only (a rebuild pages a tenant's records by chunk id): a
+    script or a geo sort could read values the policy has not admitted into an order."""
+    if sort is None:
+        return
+    for item in sort if isinstance(sort, list) else [sort]:
+        names = [item] if isinstance(item, str) else list(item) if isinstance(item, dict) else []
+        if not names or any(
+            not isinstance(n, str) or n.startswith(("_script", "_geo")) for n in names
+        ):
+            raise PolicyViolationError(f"request body sorts by {item!r}: only by stored fields")
 
 
 def assert_policy(body: dict[str, Any], policy: dict[str, Any]) -> int:
@@ -307,6 +322,7 @@ def assert_policy(body: dict[str, Any], policy: dict[str, Any]) -> int:
     unknown = set(body) - _ALLOWED_TOP
     if unknown:
         raise PolicyViolationError(f"request body has unexpected top-level keys {sorted(unknown)}")
+    check_sort(body.get("sort"))
     leaves = 0
     if "retriever" in body:
         leaves += _check_retriever(body["retriever"], policy)

@@ -25,8 +25,9 @@ from typing import Any
 
 from hybrid_es import telemetry
 from hybrid_es.cluster.capabilities import fuses_per_shard
+from hybrid_es.cluster.generations import current
 from hybrid_es.encoders.embedder import Embedder, covers, ensure_loaded, needs_loading
-from hybrid_es.errors import CapabilityMissingError
+from hybrid_es.errors import CapabilityMissingError, EngineError
 from hybrid_es.models import FusionPath
 from hybrid_es.retrieval import fusion as fusion_mod
 from hybrid_es.retrieval.answers import HybridUnderDls
@@ -118,6 +119,12 @@ def legs_steps(
     with telemetry.span("hybrid_es.legs", db, fusion_path=path, legs=len(legs)):
         try:
             responses, digest = yield Msearch(searches(legs, native), req)
+        except EngineError as exc:
+            # A vector of another size than the index's: the alias may have moved to a new
+            # generation of another model since it was checked (``GenerationMoved``).
+            if exc.status == 400 and moved_on(ctx, req.index):
+                raise GenerationMoved(req.index) from exc
+            raise
         except HybridUnderDls:
             # OpenSearch 2.19 refuses a hybrid query for a document-level-security user
             # (neural-search#1303); a suggest section is the known workaround, and DLS still
@@ -126,6 +133,9 @@ def legs_steps(
             legs, native = bodies(ctx, path, vector, req)
             responses, digest = yield Msearch(searches(legs, native), req)
     timings["retrieval"] = ms_since(t)
+    seen = {str(h.get("_index")) for r in responses for h in r.get("hits", {}).get("hits", [])}
+    if ctx.checks.moved(req.index, seen):
+        raise GenerationMoved(req.index)
     answers = leg_answers(list(legs), responses, native is not None)
     path, reason, fused = shard_check(ctx, path, reason, answers.fused)
     t = time.perf_counter()
@@ -142,6 +152,25 @@ def legs_steps(
         sp.set(candidates=len(candidates))
     timings["fusion"] = ms_since(t)
     return Retrieved(path, reason, candidates, answers.ids(), digest, dense_weight=weight)
+
+
+class GenerationMoved(Exception):
+    """The search's index moved to another generation (``cluster.generations``) after it was
+    checked: its model and mapping must be checked again, and the search run once more
+    (``search_run``). Never leaves the search."""
+
+    def __init__(self, index: str) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def moved_on(ctx: SearchContext, index: str) -> bool:
+    """Whether ``index`` now points at another generation than the one its check saw."""
+    behind = ctx.checks.physical_of.get(index)
+    if behind is None:
+        return False
+    live = current(ctx.client, index)
+    return live is not None and live.index not in behind
 
 
 def bodies(

@@ -24,7 +24,7 @@ from hybrid_es.retrieval.context import SearchContext
 from hybrid_es.retrieval.effects import Compute, Steps
 from hybrid_es.retrieval.fusion import fallback_kind
 from hybrid_es.retrieval.prepare import known, prepare
-from hybrid_es.retrieval.retrieve import retrieve_steps
+from hybrid_es.retrieval.retrieve import GenerationMoved, retrieve_steps
 from hybrid_es.retrieval.stages import (
     Prepared,
     Reranked,
@@ -62,7 +62,16 @@ def search_steps(ctx: SearchContext, request: SearchRequest) -> Steps[SearchResp
             staged["prepare"] = ms_since(t)
             seen: list[str] = []
             try:
-                response = yield from stages_steps(ctx, req, timings, staged, t_all, seen)
+                try:
+                    response = yield from stages_steps(ctx, req, timings, staged, t_all, seen)
+                except GenerationMoved as moved:
+                    # The index moved to its next generation (a rebuild switched it) after it
+                    # was checked: check it again (its model may have changed) and search again,
+                    # once. What the first try read is dropped whole.
+                    ctx.checks.forget(moved.index)
+                    seen.clear()
+                    req = yield Compute(prepared)
+                    response = yield from stages_steps(ctx, req, timings, staged, t_all, seen)
             finally:
                 path = seen[0] if seen else None
         except Exception as exc:

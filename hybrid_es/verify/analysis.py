@@ -17,6 +17,7 @@ from hybrid_es.cluster.capabilities import Capabilities
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.cluster.templates import ANALYSIS_TEMPLATE
 from hybrid_es.errors import AuthenticationError, EngineError, IndexMissingError
+from hybrid_es.namespace import in_namespace
 from hybrid_es.settings import Settings
 from hybrid_es.verify.report import Check, failed, passed, refusal, skipped, unavailable
 from hybrid_es.verify.scratch import INFIX, Scratch
@@ -58,7 +59,7 @@ def check_analysis(
         return unavailable(ITEM, f"the credentials may not list the chunks indices: {why}")
     for index in indices:
         try:
-            return _check(engine, caps, index)
+            return _check(engine, caps, index, settings.namespace)
         except IndexMissingError:
             continue  # deleted since it was listed: the next one
         except AuthenticationError as exc:
@@ -79,7 +80,7 @@ def _existing(engine: Engine, settings: Settings) -> list[str]:
     return sorted(names, key=lambda i: (not i.startswith(own), i))
 
 
-def _check(engine: Engine, caps: Capabilities, index: str) -> Check:
+def _check(engine: Engine, caps: Capabilities, index: str, namespace: str) -> Check:
     resp = engine.request(
         "GET",
         f"/{index}/_settings",
@@ -93,7 +94,8 @@ def _check(engine: Engine, caps: Capabilities, index: str) -> Check:
         return failed(ITEM, f"{index}'s hes_text analyzer is of neither profile")
     details = [
         f"profile {profile}, from {index}'s analyzers; the installed template: "
-        f"{_installed(engine)}; this cluster's analyzers allow: {caps.analysis_profile}"
+        f"{_installed(engine, namespace)}; this cluster's analyzers allow: "
+        f"{caps.analysis_profile}"
     ]
     problems = []
     for analyzer, text in SAMPLES.items():
@@ -115,10 +117,11 @@ def _check(engine: Engine, caps: Capabilities, index: str) -> Check:
     return passed(ITEM, f"the {profile} profile's analyzers answer as expected", details)
 
 
-def _installed(engine: Engine) -> str:
-    """The profile of the installed analysis component template, or why it is not known."""
+def _installed(engine: Engine, namespace: str) -> str:
+    """The profile of the installed analysis component template (of the deployment's
+    ``namespace``), or why it is not known."""
     try:
-        body = engine.get_component_template(ANALYSIS_TEMPLATE)
+        body = engine.get_component_template(in_namespace(ANALYSIS_TEMPLATE, namespace))
     except EngineError as exc:
         return f"unknown ({exc.message[:80]})" if exc.status != 403 else "not readable"
     if body is None:

@@ -96,7 +96,10 @@ def make_reader(scratch: Scratch) -> Reader:
         install()
         scratch.made += [f"role {name}", f"role mapping {name}"]
         password = f"Hv-{secrets.token_hex(12)}-Aa1!"
-        user = {"password": password, "backend_roles": [backend_role(tenant)]}
+        user = {
+            "password": password,
+            "backend_roles": [backend_role(tenant, scratch.layout.namespace)],
+        }
         scratch.make(
             f"internal user {who}",
             functools.partial(_request, engine, "PUT", f"{OS_API}/internalusers/{who}", user),

@@ -27,6 +27,8 @@ ITEMS: dict[int, str] = {
     5: "analysis profile",
     6: "trace storage",
     7: "versions",
+    8: "index source",
+    9: "index upgrades",
 }
 """The items a run reports, by number (0: the scratch index and credential the others use)."""
 

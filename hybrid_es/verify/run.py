@@ -1,7 +1,8 @@
 """``verify``: every item, in order, on the connected cluster; what ``hybrid-es verify`` runs.
 
 Read-only by default: the capability probe, the native fusion probes (searches of a pattern that
-matches no index), the analyzers of an existing chunks index, the trace storage and the versions;
+matches no index), the analyzers of an existing chunks index, the trace storage, the versions
+and what each of the deployment's indices needs (``indices``: bootstrap's own index check);
 the items that need scratch records are reported as skipped, with what they need. With
 ``write=True`` the run makes its scratch objects (``scratch``, ``dls``), runs every item on them,
 and removes them on every way out: an error, SIGINT or SIGTERM (``interrupt``), which is then
@@ -25,6 +26,7 @@ from hybrid_es.verify.analysis import check_analysis
 from hybrid_es.verify.compare import TOLERANCE
 from hybrid_es.verify.dls import Reader, check_dls, make_reader, why_not
 from hybrid_es.verify.fusion import check_fusion
+from hybrid_es.verify.indices import check_indices
 from hybrid_es.verify.interrupt import interruptible
 from hybrid_es.verify.legs import check_policy
 from hybrid_es.verify.report import (
@@ -38,6 +40,7 @@ from hybrid_es.verify.report import (
     unavailable,
 )
 from hybrid_es.verify.scratch import Scratch, Step, describe
+from hybrid_es.verify.source import check_source
 from hybrid_es.verify.traces import check_traces
 from hybrid_es.verify.versions import check_versions
 
@@ -88,7 +91,7 @@ def _checks(
     scratch: Scratch | None,
     reader: Reader | Check | None,
 ) -> list[Check]:
-    """Items 1-7; those that need the scratch objects are skipped without ``scratch``.
+    """Items 1-9; those that need the scratch objects are skipped without ``scratch``.
     ``reader``: the scratch credential, or the outcome of item 4 when it could not be made."""
     dls = reader if isinstance(reader, Check) else check_dls(scratch, reader, why_not(caps))
     return [
@@ -100,6 +103,8 @@ def _checks(
         check_analysis(engine, settings, caps, scratch),
         check_traces(engine, settings),
         check_versions(engine),
+        check_source(engine, settings),
+        check_indices(engine, settings),
     ]
 
 

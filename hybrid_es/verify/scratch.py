@@ -78,6 +78,7 @@ class Scratch:
             packets=f"{base.packets}{INFIX}{self.tag}",
             traces=f"{base.traces}{INFIX}{self.tag}",
             corpus_state=f"{base.corpus_state}{INFIX}{self.tag}",
+            namespace=base.namespace,
         )
         self.corpus: ScratchCorpus = scratch_corpus(self.tag, self.now)
         self.index = self.layout.chunks_for(self.corpus.tenants[0])
@@ -180,7 +181,7 @@ class Scratch:
         chunks = next(
             t
             for t in load_templates("standard", self.settings.templates_dir, self.engine.flavor)
-            if t.name == CHUNKS_TEMPLATE
+            if t.key == CHUNKS_TEMPLATE
         )
         want = chunks.body["template"]["mappings"]["properties"]
         problems = [f"lacks the field {name}" for name in sorted(missing_properties(want, have))]

@@ -23,11 +23,13 @@ from hybrid_es.cluster.trace_storage import (
     probe_trace_storage,
 )
 from hybrid_es.errors import AuthenticationError, EngineError
+from hybrid_es.namespace import in_namespace
 from hybrid_es.settings import Settings
 from hybrid_es.verify.report import Check, failed, passed, refusal, unavailable
 
 ITEM = 6
 TRACES_TEMPLATE = "hybrid-es-traces"
+"""Its name in the default namespace (``in_namespace`` gives the deployment's)."""
 BOOTSTRAP = "run `hybrid-es bootstrap`"
 
 
@@ -110,8 +112,9 @@ def _stream(engine: Engine, settings: Settings, lines: list[str]) -> Check:
 
 def _dated(engine: Engine, settings: Settings, lines: list[str], today: date) -> Check:
     layout, days = settings.layout(), settings.trace_retention_days
+    name = in_namespace(TRACES_TEMPLATE, settings.namespace)
     try:
-        template = "installed" if engine.get_index_template(TRACES_TEMPLATE) else "missing"
+        template = "installed" if engine.get_index_template(name) else "missing"
     except AuthenticationError as exc:
         if exc.status == 401:
             raise
@@ -121,7 +124,7 @@ def _dated(engine: Engine, settings: Settings, lines: list[str], today: date) ->
     )
     oldest = f", the oldest {held[0]}" if held else ""
     days_held = f"{len(held)} day{'' if len(held) == 1 else 's'} held{oldest}"
-    lines.append(f"index template {TRACES_TEMPLATE}: {template}; {days_held}")
+    lines.append(f"index template {name}: {template}; {days_held}")
     if template == "missing":
         return failed(ITEM, f"the traces index template is not installed: {BOOTSTRAP}", lines)
     stale = [d for d in held if (today - d).days > days]

@@ -27,6 +27,7 @@ from pydantic import SecretStr
 
 from hybrid_es.cluster.corpus_state import CorpusState
 from hybrid_es.cluster.engine import Engine, connect
+from hybrid_es.cluster.generations import current
 from hybrid_es.cluster.security import install_tenant_reader
 from hybrid_es.cluster.templates import backend_role, render_role, role_name
 from hybrid_es.errors import ConfigurationError, EngineError, HybridEsError
@@ -115,6 +116,12 @@ def _cleanup_opensearch(es: Engine) -> None:
                 raise
 
 
+def _physical(es: Engine, name: str) -> str:
+    live = current(es, name)
+    assert live is not None, name
+    return live.index
+
+
 @pytest.fixture(scope="module")
 def readers(es, settings, bootstrapped) -> Iterator[Readers]:  # type: ignore[no-untyped-def]
     state = CorpusState(es, LAYOUT.corpus_state)
@@ -127,13 +134,16 @@ def readers(es, settings, bootstrapped) -> Iterator[Readers]:  # type: ignore[no
         ingest_as_owners(ingestor, own, now=NOW)
         ingestor.ingest(b_documents(), owner(B), now=NOW)
         a_index, b_index = LAYOUT.chunks_for(A), LAYOUT.chunks_for(B)
+        # Each name is an alias over its generation (cluster.generations): an alias is added to
+        # the physical index behind it.
+        a_behind, b_behind = (_physical(es, n) for n in (a_index, b_index))
         es.request(
             "POST",
             "/_aliases",
             body={
                 "actions": [
-                    {"add": {"index": b_index, "alias": ALIAS_B}},
-                    {"add": {"indices": [a_index, b_index], "alias": ALIAS_BOTH}},
+                    {"add": {"index": b_behind, "alias": ALIAS_B}},
+                    {"add": {"indices": [a_behind, b_behind], "alias": ALIAS_BOTH}},
                 ]
             },
             what="adding test aliases",

@@ -74,7 +74,7 @@ def test_help_shows_plain_metavars_and_usage_names_and_helps_every_option(path, 
     assert not PYTHON_IN_HELP.search(out), f"Python in help: {found}\n{out}"
     usage = next(line for line in out.splitlines() if "Usage:" in line)
     assert re.search(
-        r"Usage: [a-z-]+[ a-z-]* \[OPTIONS\]( [A-Z_]+| COMMAND \[ARGS\]\.\.\.)*\s*$", usage
+        r"Usage: [a-z-]+[ a-z-]* \[OPTIONS\]( \[?[A-Z_]+\]?| COMMAND \[ARGS\]\.\.\.)*\s*$", usage
     ), usage
     for param in cmd.params:
         assert (getattr(param, "help", None) or "").strip(), f"{param.name} has no help"

@@ -54,6 +54,24 @@ CASES = [
         ["--default-acl", "none or everyone"],
     ),
     (["traces", "tail"], ["--tenant", "--operator"]),
+    (["ingest", "--tenant", "demo-A"], ["--from-index", "PATH"]),
+    (["ingest", "x.jsonl", "--from-index", "docs", "--tenant", "demo-A"], ["one of them"]),
+    (
+        ["ingest", "--from-index", "docs", "--tenant", "demo-A", "--slices", "2"],
+        ["--slice", "--workers 2"],
+    ),
+    (
+        ["ingest", "--from-index", "docs", "--tenant", "demo-A", "--slices", "2", "--slice", "2"],
+        ["--slice must be 0..1"],
+    ),
+    (
+        ["ingest", "--from-index", "docs", "--tenant", "demo-A", "--map", "a=nowhere"],
+        ["--map", "unknown target", "metadata.*"],
+    ),
+    (
+        ["ingest", "x.jsonl", "--tenant", "demo-A", "--map", "perms=acl"],
+        ["--map", "unknown target field(s) acl"],
+    ),
 ]
 
 

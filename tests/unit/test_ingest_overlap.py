@@ -188,5 +188,7 @@ def test_the_bulk_actions_carry_the_tenant_key_and_leave_the_records_as_they_wer
     assert actions[0]["_source"]["embedding"] == [0.5, 0.25]
     assert "embedding" not in records[0]
     assert local_chunk_id(actions[0]["_id"]) == "doc::v1::0" != actions[0]["_id"]
-    retire = retire_actions([("doc::v0::0", {"valid_to": "x"})], ["doc::v0::1"], "chunks", "t")
+    retire = retire_actions(
+        [("doc::v0::0", {"valid_to": "x"})], ["doc::v0::1"], "chunks", "t", stamp="2026-12-05"
+    )
     assert [a["_op_type"] for a in retire] == ["update", "delete"]

@@ -18,8 +18,9 @@ The layers, top to bottom (each may import its own layer and any layer below it)
                 and retrieval)
     text        script folding, text analysis, identifier extraction (shared the same way)
     cluster     client, templates, bootstrap, capabilities, Kibana, corpus state
-    ground      models, errors, settings, connection_strings, identity, hashing, tenancy, textsafe,
-                client_options, telemetry (OpenTelemetry spans and metrics; a no-op without it)
+    ground      models, errors, settings, connection_strings, identity, hashing, tenancy,
+                namespace, textsafe, client_options, telemetry (OpenTelemetry spans and metrics;
+                a no-op without it)
 
 Every ``import`` counts, at module level or inside a function (a lazy import is still a
 dependency), and the module graph must have no cycle. Nothing in the package imports the
@@ -59,6 +60,7 @@ GROUND = {
     "identity",
     "hashing",
     "tenancy",
+    "namespace",
     "textsafe",
     "client_options",
     "metadata_fields",

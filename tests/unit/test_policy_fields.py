@@ -22,6 +22,8 @@ from hybrid_es.cluster.policy_fields import (
     required_types,
     wrong_types,
 )
+from hybrid_es.cluster.source_connection import ENV_PREFIX as SOURCE_PREFIX
+from hybrid_es.cluster.source_connection import SourceSettings
 from hybrid_es.cluster.templates import CHUNKS_TEMPLATE, load_templates
 from hybrid_es.errors import ConfigurationError
 from hybrid_es.models import Principal, RequestScope
@@ -102,7 +104,7 @@ def test_the_templates_own_mapping_passes_and_a_dynamic_one_is_named_field_by_fi
     assert "tenant is text (needs keyword)" in message
     assert "nothing was written" in message
     assert "hybrid-es bootstrap" in (err.value.hint or "")
-    assert "reindex my-chunks" in (err.value.hint or "")
+    assert "hybrid-es reindex --tenant" in (err.value.hint or "")
 
 
 def test_an_unmapped_field_is_wrong_except_where_bootstrap_adds_it():
@@ -193,6 +195,8 @@ def test_every_hybrid_es_variable_the_package_names_is_one_it_reads():
     # Bootstrap's hint named HYBRID_ES_INDEX_PREFIX, a setting that never existed: a user who
     # followed it changed nothing.
     settings = {f"HYBRID_ES_{name.upper()}" for name in Settings.model_fields}
+    # An index sync's source has settings of its own (cluster.source_connection).
+    settings |= {f"{SOURCE_PREFIX}{name.upper()}" for name in SourceSettings.model_fields}
     sources = {p: p.read_text(encoding="utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
     # Read by name from the environment rather than through Settings.
     read = {

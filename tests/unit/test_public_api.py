@@ -24,6 +24,7 @@ EXPECTED = [
     "HybridSearcher",
     "IndexLayout",
     "IndexMissingError",
+    "IndexSource",
     "IngestError",
     "Ingestor",
     "ManifestConflictError",
@@ -61,6 +62,7 @@ def test_all_is_pinned():
     # what a library user could not import from the package before: the searcher, the packet
     # service and its store, the ingest entry points, the index layout and the client factory.
     # Issue 39 added the front door (HybridEs) and the one search request value (SearchRequest).
+    # Issue 38 added an existing index as a source beside the file loaders (IndexSource).
     assert hybrid_es.__all__ == EXPECTED
 
 
@@ -86,6 +88,7 @@ HOMES = {
     "HybridSearcher": "hybrid_es.retrieval.searcher",
     "IndexLayout": "hybrid_es.tenancy",
     "IndexMissingError": "hybrid_es.errors",
+    "IndexSource": "hybrid_es.ingest.sync",
     "IngestError": "hybrid_es.errors",
     "Ingestor": "hybrid_es.ingest.indexer",
     "ManifestConflictError": "hybrid_es.errors",
