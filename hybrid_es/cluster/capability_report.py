@@ -34,12 +34,23 @@ class IndexShards(BaseModel):
     a chunks index)."""
     embedding_choice: str | None = None
     """Why that embedder (``HYBRID_ES_EMBEDDER=auto``: the scripts of the first documents)."""
+    served_as: str | None = None
+    """The name readers and writers use for this index, where it is a generation an alias
+    points at (``hybrid-es-chunks`` for ``hybrid-es-chunks+g1``; ``cluster.generations``);
+    None for an index served under its own name, or a generation nothing serves (a rebuild's
+    next one, or the one kept for switching back)."""
+
+    @property
+    def name(self) -> str:
+        """The name this index is served as: its alias, or its own name."""
+        return self.served_as or self.index
 
     def describe(self) -> str:
         auto = f" (auto {self.auto_expand})" if self.auto_expand else ""
         model = f"; embedder {self.embedding_model}" if self.embedding_model else ""
         why = f" ({self.embedding_choice})" if self.embedding_choice else ""
-        return f"{self.index}: {self.shards} shards, {self.replicas} replicas{auto}{model}{why}"
+        shown = f"{self.served_as} ({self.index})" if self.served_as else self.index
+        return f"{shown}: {self.shards} shards, {self.replicas} replicas{auto}{model}{why}"
 
 
 class Capabilities(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hybrid_es.cluster import generations
 from hybrid_es.cluster.capability_report import IndexShards
 from hybrid_es.cluster.engine import Engine
 from hybrid_es.errors import AuthenticationError, EngineError
@@ -62,6 +63,7 @@ def read_topology(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict
         notes.append(f"shards and replicas per index unknown: {exc.message[:160]}")
         return out
     metas = _chunks_metas(engine, layout, notes)
+    served = _served_as(engine, patterns)
     indices = []
     for index, body in sorted(dict(resp or {}).items()):
         flat = body.get("settings", {})
@@ -75,10 +77,34 @@ def read_topology(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict
                 auto_expand=None if auto in (None, "false", False) else str(auto),
                 embedding_model=meta.get("embedding_model"),
                 embedding_choice=meta.get("embedding_choice"),
+                served_as=served.get(index),
             )
         )
     out["indices"] = tuple(indices)
     return out
+
+
+def _served_as(engine: Engine, patterns: str) -> dict[str, str]:
+    """Each generation's index -> the alias that serves it (``cluster.generations``); empty
+    where the aliases cannot be read (the report then names the physical indices only)."""
+    try:
+        aliases = engine.request(
+            "GET",
+            f"/{patterns}/_alias",
+            params={
+                "expand_wildcards": "open",
+                "allow_no_indices": True,
+                "ignore_unavailable": True,
+            },
+            what="reading the hybrid-es indices' aliases",
+        )
+    except EngineError as exc:
+        if exc.status == 401:
+            raise
+        return {}
+    return {
+        g.index: g.name for g in generations.names_served(dict(aliases or {})).values() if g.aliased
+    }
 
 
 def _chunks_metas(engine: Engine, layout: IndexLayout, notes: list[str]) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def test_a_three_node_cluster_answers_the_same_after_losing_a_node_and_heals(cap
         timings["bootstrap + ingest + green"] = time.monotonic() - t
 
         # Bootstrap's settings reached the indices, and the capability report shows them.
-        shown = {i.index: (i.shards, i.replicas) for i in probe(es, layout=layout).indices or ()}
+        shown = {i.name: (i.shards, i.replicas) for i in probe(es, layout=layout).indices or ()}
         assert shown[layout.chunks] == (2, 1)
         assert shown[layout.corpus_state] == shown[layout.packets] == (1, 1)
 

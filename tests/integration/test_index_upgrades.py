@@ -25,6 +25,7 @@ import pytest
 
 from hybrid_es import Document, HybridEs, Principal, Settings
 from hybrid_es.cluster.bootstrap import Action, BootstrapReport, bootstrap
+from hybrid_es.cluster.capabilities import probe
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.cluster.generations import Generation, create, current
 from hybrid_es.encoders.embedder_choice import models_served
@@ -107,6 +108,9 @@ def test_a_new_tenants_first_ingest_makes_generation_1_behind_its_alias(es, caps
         check = bootstrap(es, caps, s, check=True)
         indices = {a.name: a.status for a in check.actions if a.kind == "index"}
         assert indices == dict.fromkeys([name, layout.packets, layout.corpus_state], "unchanged")
+        # The capability report names each generation with the alias it is served as.
+        shown = {i.index: i.served_as for i in probe(es, layout=layout).indices or ()}
+        assert shown[f"{name}+g1"] == name and shown[f"{layout.packets}+g1"] == layout.packets
     finally:
         hes.close()
     es.delete_index(name)  # by the alias's name: its generations go
