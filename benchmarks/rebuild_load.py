@@ -96,6 +96,8 @@ class Compared:
     ndcg_fresh: float
     same: int
     """Questions whose ranked hits are identical."""
+    same_set: int = 0
+    """Questions whose top 10 hold the same documents, in any order."""
 
 
 @dataclass
@@ -457,6 +459,7 @@ def _compare(
         ndcg=_ndcg(ours, qrels),
         ndcg_fresh=_ndcg(theirs, qrels),
         same=sum(ours[q] == theirs[q] for q in questions),
+        same_set=sum(set(ours[q]) == set(theirs[q]) for q in questions),
     )
 
 
@@ -522,7 +525,10 @@ def table(o: Outcome) -> list[tuple[str, str]]:
 
     def versus(c: Compared) -> str:
         diff = abs(c.ndcg - c.ndcg_fresh)
-        return f"{c.ndcg:.6f} / {c.ndcg_fresh:.6f} (diff {diff:.1e}); {c.same} of {n} identical"
+        return (
+            f"{c.ndcg:.6f} / {c.ndcg_fresh:.6f} (diff {diff:.1e}); {c.same} of {n} identical, "
+            f"{c.same_set} the same set"
+        )
 
     return [
         ("engine; scenario", f"{o.engine}; {o.scenario} ({r.model_from} -> {r.model_to})"),

@@ -250,6 +250,18 @@ class Ingestor:
         except Exception as exc:
             raise translate_es_error(exc, what=f"preparing {index}") from exc
         run = _Run(self.corpus_state.begin(tenant), principal, index, now, FailureStreak())
+        try:
+            # A rebuild may have switched the index to a generation of another model while this
+            # run waited to begin: checked again, with the new generation's model.
+            if self._checks.moved(self.client, index):
+                embedder = self.check_model(
+                    index, script_texts(d for d in head if d.tenant == tenant)
+                )
+                report.embedder = embedder.model_id
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._finish(run, report)
+            raise
         settle = functools.partial(self._settle, report=report, run=run, progress=progress)
         with WriteBehind.of_bulks(self.client, overlap=self.overlap_bulk) as writer:
             try:

@@ -18,14 +18,14 @@ from dataclasses import replace
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.cluster.generations import create
+from hybrid_es.cluster.generations import create, current
 from hybrid_es.cluster.names import KINDS, check_names
 from hybrid_es.cluster.policy_fields import check_mapped, check_new_index, field_types
 from hybrid_es.cluster.retries import on_connection_failure, while_shards_start
 from hybrid_es.cluster.templates import load_templates, vector_dims, vector_field_problem
 from hybrid_es.encoders.embedder import Embedder
 from hybrid_es.encoders.embedder_choice import Embedders
-from hybrid_es.errors import ConfigurationError, IndexMissingError, translate_es_error
+from hybrid_es.errors import ConfigurationError, EngineError, IndexMissingError, translate_es_error
 from hybrid_es.metadata_fields import FilterableFields, fields_from_mapping
 from hybrid_es.namespace import namespace_of
 from hybrid_es.retrieval.door import ChunksDoor
@@ -43,6 +43,9 @@ class WriteChecks:
         self.filterable: dict[str, FilterableFields] = {}
         """Per index, the filterable metadata fields its mapping holds (``meta_filter``)."""
         self.names_checked: set[IndexLayout] = set()
+        self.physical_of: dict[str, str] = {}
+        """Per index, the physical index its name stood for when it was checked (a generation
+        behind its alias, ``cluster.generations``)."""
 
     def check_names(self, layout: IndexLayout, corpus_state: str) -> None:
         """Refuse (ConfigurationError naming the setting; nothing written), once per layout, an
@@ -51,6 +54,27 @@ class WriteChecks:
         if layout not in self.names_checked:
             check_layout_names(layout, corpus_state)
             self.names_checked.add(layout)
+
+    def moved(self, client: Engine, index: str) -> bool:
+        """Whether ``index`` now stands for another physical index than when it was checked (a
+        rebuild switched its alias since); if so its check is forgotten, to be made again. Asked
+        by a writer run once it has begun: a switch waits for the runs in flight, so the answer
+        holds until the run ends. False where the credentials may not read aliases."""
+        checked = self.physical_of.get(index)
+        if checked is None:
+            return False
+        try:
+            now = current(client, index)
+        except EngineError as exc:
+            if exc.status != 403:
+                raise
+            return False
+        if now is None or now.index == checked:
+            return False
+        for cache in (self.embedder_of, self.filterable, self.physical_of):
+            cache.pop(index, None)
+        self.checked.discard(index)
+        return True
 
     def embedder_for(self, index: str, embedders: Embedders) -> Embedder:
         """The embedder that writes ``index`` (as :meth:`check_model` found or chose it)."""
@@ -80,7 +104,7 @@ class WriteChecks:
         if index in self.checked:
             return self.embedder_for(index, embedders)
         try:
-            props, meta, count = _mapping(client, door, index)
+            props, meta, count, physical = _mapping(client, door, index)
         except Exception as exc:
             raise translate_es_error(exc, url=client.url, what=f"checking {index}") from exc
         check_mapped(index, {index: field_types(props)}, writing=True)
@@ -105,6 +129,7 @@ class WriteChecks:
                 ) from exc
         self.filterable[index] = filterable
         self.embedder_of[index] = embedder
+        self.physical_of[index] = physical
         self.checked.add(index)
         return embedder
 
@@ -141,8 +166,9 @@ def _refuse_field(client: Engine, index: str, vector_field: dict[str, Any]) -> N
 @on_connection_failure
 def _mapping(
     client: Engine, door: ChunksDoor, index: str
-) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """The index's mapped properties, its ``_meta`` and its chunk count (created if missing,
+) -> tuple[dict[str, Any], dict[str, Any], int, str]:
+    """The index's mapped properties, its ``_meta``, its chunk count and the physical index
+    its name stands for (created if missing,
     where an installed template would map it as a chunks index: ``check_new_index``; as
     generation 1 behind an alias of its name)."""
     try:
@@ -166,8 +192,8 @@ def _mapping(
     # (read the other way round, a concurrent first writer's records could be counted
     # against the template's default model).
     count = _count(door, index)
-    (mappings,) = client.get_mapping(index).values()
-    return mappings.get("properties", {}), mappings.get("_meta", {}), count
+    ((physical, mappings),) = client.get_mapping(index).items()
+    return mappings.get("properties", {}), mappings.get("_meta", {}), count, physical
 
 
 @while_shards_start

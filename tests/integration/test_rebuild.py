@@ -211,6 +211,35 @@ def test_a_searcher_made_before_the_switch_answers_from_the_new_generation(es, w
     assert searcher.checks.physical_of[name] == frozenset({f"{name}+g2"})
 
 
+def test_a_writer_made_before_the_switch_writes_with_the_new_generations_model(es, world):
+    """An ingestor that checked the index before the switch (its model cached) writes after
+    it with the model the new generation records, never the one it checked."""
+    from hybrid_es.encoders.embedder_choice import ENGLISH, Embedders
+
+    embedders = Embedders(make=lambda name: HashEmbedder() if name == ENGLISH else OtherModel())
+    ingestor = world.ingestor(es, embedders)
+    ingestor.ingest(docs(8), WRITER)
+    world.rebuild(es, OtherModel()).run(WRITER)
+    late = Document(
+        id="late", tenant=TENANT, body="Kyoto hotel rate after the switch", acl_groups=("staff",)
+    )
+    report = ingestor.ingest([late], WRITER)
+    assert report.embedder == OtherModel.model_id
+    name = world.layout.chunks_for(TENANT)
+    from hybrid_es.retrieval.door import control_reads
+
+    es.refresh(name)
+    body: dict[str, Any] = {"query": {"term": {"doc_id": "late"}}}
+    if es.flavor == "elasticsearch":  # 9.1 on leaves vectors out of _source unless asked
+        body["_source"] = {"exclude_vectors": False}
+    with control_reads("the test reads the late record's vector"):
+        (hit,) = es.search(name, body, what="the test's read")["hits"]["hits"]
+    assert hit["_index"] == f"{name}+g2"
+    assert hit["_source"]["embedding_model"] == OtherModel.model_id
+    expected = OtherModel().embed_passages([hit["_source"]["search_payload"]])[0]
+    assert hit["_source"]["embedding"] == pytest.approx(expected, abs=1e-6)
+
+
 def test_a_packet_built_before_the_switch_is_still_reused(es, world):
     world.ingestor(es, HashEmbedder()).ingest(docs(), WRITER)
     searcher = world.searcher(es, HashEmbedder())
