@@ -66,8 +66,8 @@ class OnnxEmbedder:
         request, one scale over every text and pad of the batch, so in a batch a text's vector
         depends on the texts beside it (up to 0.02 a component): the same question or passage
         would get another vector, and another ranking, with other company. Alone, a text always
-        gets the same vector, and, with no padding to compute, int8 embedded SciFact passages
-        no slower here (docs/evaluation.md, "One text at a time")."""
+        gets the same vector; SciFact passages cost about 10 % more on a quiet machine, and less
+        under load (docs/evaluation.md, "One text at a time")."""
         self._model = LazyModel(
             self._open,
             what=f"{variant} embedding model {model_dir!r}",
