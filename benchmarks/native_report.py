@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.peer_report import systems_table
+
 QUALITY = ("ndcg@10", "recall@10", "mrr@10")
 
 
@@ -19,23 +21,7 @@ def print_tables(record: Mapping[str, Any]) -> None:
     if not console.is_terminal:
         console = Console(width=160)
     cfg = record["config"]
-    systems = Table(
-        title=f"{record['dataset_name']} ({record['split']}), {record['queries']} queries x "
-        f"{cfg['rounds']} rounds, interleaved, top {cfg['top_k']}"
-    )
-    for col in ("system", *QUALITY, "p50 ms", "p95 ms", "mean ms", "stages p50 ms"):
-        systems.add_column(col, justify="left" if col in ("system", "stages p50 ms") else "right")
-    for name, s in record["systems"].items():
-        lat = s["latency_ms"]
-        systems.add_row(
-            name,
-            *(f"{s['metrics'].get(m, 0.0):.4f}" for m in QUALITY),
-            f"{lat['p50']:.1f}",
-            f"{lat['p95']:.1f}",
-            f"{lat['mean']:.1f}",
-            ", ".join(f"{k} {v:.1f}" for k, v in s["stages_p50_ms"].items()),
-        )
-    console.print(systems)
+    console.print(systems_table(record, QUALITY, f", top {cfg['top_k']}"))
     ratios = Table(title=f"ours / peer, {round(cfg['level'] * 100)} % paired bootstrap interval")
     for col in (
         "ours",

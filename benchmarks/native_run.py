@@ -34,6 +34,7 @@ from benchmarks.native_peer import DOCS_PAGE, SYSTEM, NativePeer
 from benchmarks.native_report import print_tables
 from benchmarks.peer_ours import open_ours
 from benchmarks.peer_report import load_summary, summarize
+from benchmarks.peer_run import judged_queries
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.collection import (
@@ -45,7 +46,6 @@ from hybrid_es.evaluation.collection import (
 from hybrid_es.evaluation.loco import paired_tests
 from hybrid_es.evaluation.metrics import ranking_to_run
 from hybrid_es.evaluation.run import _variant_suffix
-from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.models import RequestScope
 from hybrid_es.retrieval.door import tenant_policy
 from hybrid_es.retrieval.policy import policy_filter
@@ -87,17 +87,6 @@ class NativeOptions:
 
 def log(msg: str) -> None:
     print(f"bench_native_peer: {msg}", file=sys.stderr, flush=True)
-
-
-def judged(opts: NativeOptions) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
-    """(query ids, their texts, qrels): the split's judged queries with text, in qrels order,
-    the first ``max_queries`` when set."""
-    qrels = read_qrels(opts.dataset, opts.split)
-    if opts.max_queries:
-        qrels = dict(list(qrels.items())[: opts.max_queries])
-    queries = read_queries(opts.dataset)
-    qids = [q for q in qrels if queries.get(q, "").strip()]
-    return qids, [queries[q] for q in qids], qrels
 
 
 def eval_index(dataset: Path, settings: Settings) -> str:
@@ -209,7 +198,7 @@ def run(opts: NativeOptions, command: str) -> int:
     """Measure, summarise and report (``command``: the command line recorded)."""
     settings = Settings()
     name = collection_name(opts.dataset)
-    qids, texts, qrels = judged(opts)
+    qids, texts, qrels = judged_queries(opts)
     log(f"{name} {opts.split}: {len(qids)} judged queries")
     index = eval_index(opts.dataset, settings)
     ours, ours_info = open_ours(opts.dataset, settings, reranker=None, fusion="linear", index=index)

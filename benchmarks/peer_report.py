@@ -95,6 +95,32 @@ def load_summary(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
+def systems_table(record: Mapping[str, Any], quality: Sequence[str], title: str = "") -> Any:
+    """The per-system table of an interleaved record (the Haystack and the native peer's
+    alike): ``quality`` metrics, p50 / p95 / mean ms and each stage's p50; ``title`` is added to
+    the heading."""
+    from rich.table import Table
+
+    cfg = record["config"]
+    systems = Table(
+        title=f"{record['dataset_name']} ({record['split']}), {record['queries']} queries x "
+        f"{cfg['rounds']} rounds, interleaved{title}"
+    )
+    for col in ("system", *quality, "p50 ms", "p95 ms", "mean ms", "stages p50 ms"):
+        systems.add_column(col, justify="left" if col in ("system", "stages p50 ms") else "right")
+    for name, s in record["systems"].items():
+        lat = s["latency_ms"]
+        systems.add_row(
+            name,
+            *(f"{s['metrics'].get(m, 0.0):.4f}" for m in quality),
+            f"{lat['p50']:.1f}",
+            f"{lat['p95']:.1f}",
+            f"{lat['mean']:.1f}",
+            ", ".join(f"{k} {v:.1f}" for k, v in s["stages_p50_ms"].items()),
+        )
+    return systems
+
+
 def print_tables(record: Mapping[str, Any]) -> None:
     """The record as two tables (systems; ours / peer) and the lines that say how it ran."""
     from rich.console import Console
@@ -104,23 +130,7 @@ def print_tables(record: Mapping[str, Any]) -> None:
     if not console.is_terminal:
         console = Console(width=150)
     cfg = record["config"]
-    systems = Table(
-        title=f"{record['dataset_name']} ({record['split']}), {record['queries']} queries x "
-        f"{cfg['rounds']} rounds, interleaved"
-    )
-    for col in ("system", *QUALITY, "p50 ms", "p95 ms", "mean ms", "stages p50 ms"):
-        systems.add_column(col, justify="left" if col in ("system", "stages p50 ms") else "right")
-    for name, s in record["systems"].items():
-        lat = s["latency_ms"]
-        systems.add_row(
-            name,
-            *(f"{s['metrics'].get(m, 0.0):.4f}" for m in QUALITY),
-            f"{lat['p50']:.1f}",
-            f"{lat['p95']:.1f}",
-            f"{lat['mean']:.1f}",
-            ", ".join(f"{k} {v:.1f}" for k, v in s["stages_p50_ms"].items()),
-        )
-    console.print(systems)
+    console.print(systems_table(record, QUALITY))
     ratios = Table(title=f"ours / peer, {round(cfg['level'] * 100)} % paired bootstrap interval")
     for col in ("ours", "peer", "p50 ratio [interval]", "p95 ratio [interval]", "nDCG@10 ratio"):
         ratios.add_column(col, justify="left" if col in ("ours", "peer") else "right")

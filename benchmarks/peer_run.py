@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.interleave import Answer, Pair, interleave
 from benchmarks.peer import PeerProcess
@@ -32,6 +32,9 @@ from hybrid_es.encoders.reranker import CrossEncoderReranker, Precision
 from hybrid_es.evaluation.collection import EVAL_TENANT, collection_name
 from hybrid_es.ingest.beir import read_qrels, read_queries
 from hybrid_es.settings import Settings
+
+if TYPE_CHECKING:
+    from benchmarks.native_run import NativeOptions
 
 
 @dataclass(frozen=True)
@@ -65,9 +68,11 @@ def log(msg: str) -> None:
     print(f"bench_haystack: {msg}", file=sys.stderr, flush=True)
 
 
-def judged_queries(opts: PeerOptions) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
+def judged_queries(
+    opts: PeerOptions | NativeOptions,
+) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
     """(query ids, their texts, qrels): the split's judged queries with text, in qrels order,
-    the first ``max_queries`` when set."""
+    the first ``max_queries`` when set (the Haystack and the native peer's runs alike)."""
     qrels = read_qrels(opts.dataset, opts.split)
     if opts.max_queries:
         qrels = dict(list(qrels.items())[: opts.max_queries])
