@@ -271,6 +271,19 @@ class Engine(ABC):
         call = ApiCall(f"indices.{api}", method, path, {"index": index}, params or {}, body)
         return self.call(call, what=what)
 
+    def get_alias(self, name: str) -> dict[str, Any] | None:
+        """The indices the alias ``name`` points at (index -> ``{"aliases": ...}``); None when
+        no alias has that name. A 404 is an answer here, not an error (its span is not one)."""
+        call = ApiCall(
+            "indices.get_alias", "GET", f"/_alias/{_p(name)}", {"name": name}, missing_ok=True
+        )
+        try:
+            return dict(self.call(call, what="reading an alias") or {})
+        except EngineError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     def index_exists(self, index: str) -> bool:
         try:
             self._indices("exists", "HEAD", index, what="checking an index")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybrid_es.cluster.engine import Engine
-from hybrid_es.errors import ConfigurationError, EngineError, IndexMissingError
+from hybrid_es.errors import ConfigurationError, IndexMissingError
 
 SEPARATOR = "+g"
 """Between an alias and its generation number."""
@@ -62,12 +62,8 @@ class Generation:
 def current(engine: Engine, name: str) -> Generation | None:
     """What serves ``name`` now; None when nothing does (no alias, no index of that name)."""
     try:
-        resp = engine.request("GET", f"/_alias/{name}", what="reading an alias")
+        resp = engine.get_alias(name)
     except IndexMissingError:
-        resp = None
-    except EngineError as exc:
-        if exc.status != 404:
-            raise
         resp = None
     if resp:
         indices = sorted(resp)
