@@ -17,7 +17,6 @@ included, ours with its query-vector cache emptied first (a user's new question 
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -34,7 +33,7 @@ from benchmarks.native_peer import DOCS_PAGE, SYSTEM, NativePeer
 from benchmarks.native_report import print_tables
 from benchmarks.peer_ours import open_ours
 from benchmarks.peer_report import load_summary, summarize
-from benchmarks.peer_run import judged_queries
+from benchmarks.peer_run import emit, judged_queries
 from hybrid_es.cluster.engine import Engine, connect
 from hybrid_es.encoders.embedder import make_embedder
 from hybrid_es.evaluation.collection import (
@@ -272,7 +271,7 @@ def run(opts: NativeOptions, command: str) -> int:
         "ndcg@10_paired": {k: round(v, 6) if isinstance(v, float) else v for k, v in ndcg.items()},
         "goal": goal(summary["pairs"][0], ndcg),
     }
-    _emit(record, opts)
+    emit(record, opts, print_tables)
     return 0
 
 
@@ -289,14 +288,3 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[p] = "absent"
     return out
-
-
-def _emit(record: dict[str, Any], opts: NativeOptions) -> None:
-    text = json.dumps(record, indent=2)
-    if opts.out:
-        opts.out.parent.mkdir(parents=True, exist_ok=True)
-        opts.out.write_text(text + "\n")
-    if opts.json:
-        sys.stdout.write(text + "\n")
-    else:
-        print_tables(record)

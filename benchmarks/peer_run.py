@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -137,7 +138,7 @@ def run(opts: PeerOptions, command: str) -> int:
             timings, pairs, qids, qrels, resamples=opts.resamples, seed=opts.seed, level=opts.level
         ),
     }
-    _emit(record, opts)
+    emit(record, opts)
     return 0
 
 
@@ -174,7 +175,13 @@ def _our_versions() -> dict[str, str]:
     return {p: version(p) for p in ("hybrid-es", "elasticsearch", "sentence-transformers", "torch")}
 
 
-def _emit(record: dict[str, Any], opts: PeerOptions) -> None:
+def emit(
+    record: dict[str, Any],
+    opts: PeerOptions | NativeOptions,
+    tables: Callable[[dict[str, Any]], None] = print_tables,
+) -> None:
+    """Write an interleaved run's record to ``opts.out`` (when set), then print it as JSON
+    (``opts.json``) or as ``tables`` (the Haystack and the native peer's runs alike)."""
     text = json.dumps(record, indent=2)
     if opts.out:
         opts.out.parent.mkdir(parents=True, exist_ok=True)
@@ -182,4 +189,4 @@ def _emit(record: dict[str, Any], opts: PeerOptions) -> None:
     if opts.json:
         sys.stdout.write(text + "\n")
     else:
-        print_tables(record)
+        tables(record)
